@@ -1,0 +1,41 @@
+# Heddle: `make serve` runs the whole service on 127.0.0.1:8080 over SQLite; `make test` runs the suite.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_DEV := $(VENV)/.installed-dev
+
+.PHONY: serve test test-fast bench lint clean demo
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP_RUN): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $@ $(STAMP_RUN)
+
+serve: $(STAMP_RUN)
+	$(BIN)/heddle serve
+
+demo: $(STAMP_RUN)
+	$(BIN)/heddle demo
+
+test: $(STAMP_DEV)
+	$(BIN)/pytest
+
+test-fast: $(STAMP_DEV)
+	HEDDLE_TEST_PG=0 $(BIN)/pytest -x -q -m "not slow"
+
+bench: $(STAMP_DEV)
+	$(BIN)/python bench/run_all.py
+
+lint: $(STAMP_DEV)
+	$(BIN)/ruff check src tests bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info heddle.db heddle.db-wal heddle.db-shm

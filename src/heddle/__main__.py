@@ -1,0 +1,3 @@
+from heddle.cli.main import main
+
+main()

@@ -1,0 +1,91 @@
+"""FastAPI dependencies: services, database sessions and authentication for each product."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from fastapi import Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from heddle.auth.context import AuthContext, validate_subject
+from heddle.auth.relay import authenticate_secret
+from heddle.errors import HeddleError
+from heddle.services import Services
+
+
+def services(request: Request) -> Services:
+    return request.app.state.services
+
+
+async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
+    async with services(request).database().session() as session:
+        yield session
+
+
+def _bearer(request: Request) -> str:
+    header = request.headers.get("authorization")
+    if not header:
+        raise HeddleError("unauthorized", "Missing Authorization header (Bearer <credential>).")
+    scheme, _, value = header.partition(" ")
+    value = value.strip()
+    if scheme.lower() != "bearer" or not value or " " in value:
+        raise HeddleError("unauthorized", "Authorization must be `Bearer <credential>`.")
+    if len(value) > 8192:
+        raise HeddleError("unauthorized", "The bearer credential is too long.")
+    return value
+
+
+def looks_like_jwt(value: str) -> bool:
+    try:
+        from heddle.auth.session_tokens import looks_like_jwt as check
+    except ImportError:  # TEMP until direct mode lands
+        return value.count(".") == 2 and not value.startswith("sk_")
+    return check(value)
+
+
+def _publish(request: Request, ctx: AuthContext) -> AuthContext:
+    """Expose the caller to the request-log middleware."""
+    request.state.workspace_id = ctx.workspace_id
+    request.state.key_id = ctx.key_id
+    request.state.auth_mode = ctx.mode
+    request.state.auth = ctx
+    return ctx
+
+
+async def _relay(request: Request, bearer: str) -> AuthContext:
+    if request.headers.get("origin"):
+        raise HeddleError("secret_key_in_browser", "A workspace secret must never be used from a "
+                          "browser: mint a short-lived session token on your backend instead.")
+    async with services(request).database().session() as session:
+        return await authenticate_secret(session, bearer)
+
+
+async def workspace_key_auth(request: Request) -> AuthContext:
+    """Identify and other workspace-key-only endpoints."""
+    bearer = _bearer(request)
+    if looks_like_jwt(bearer):
+        raise HeddleError("unauthorized", "This endpoint accepts only a workspace API key "
+                          "(Bearer sk_…), not a session token.")
+    return _publish(request, await _relay(request, bearer))
+
+
+async def loom_auth(request: Request) -> AuthContext:
+    """Loom: a session token (direct) or a workspace secret with relay headers."""
+    bearer = _bearer(request)
+    subject_header = request.headers.get("service-subject")
+    connection_header = request.headers.get("service-connection")
+    if looks_like_jwt(bearer):
+        if subject_header is not None:
+            raise HeddleError("subject_header_with_token", "Service-Subject must not be sent with a "
+                              "session token: the token's `sub` is the subject.")
+        authenticate_direct = services(request).direct_auth
+        ctx = await authenticate_direct(request, bearer)
+        return _publish(request, ctx)
+    ctx = await _relay(request, bearer)
+    subject = validate_subject(subject_header.strip()) if subject_header is not None else None
+    connection = connection_header.strip() if connection_header else None
+    if connection is not None and not (0 < len(connection) <= 100):
+        raise HeddleError("connection_not_found", "Service-Connection must be a connection id or name.")
+    from dataclasses import replace
+
+    return _publish(request, replace(ctx, subject=subject, connection_ref=connection))

@@ -1,0 +1,75 @@
+"""Exception handlers: every error, including the framework's own, leaves as the envelope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from heddle.errors import HeddleError
+from heddle.observability.logging import get_logger
+
+log = get_logger(__name__)
+
+_STATUS_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
+                 415: "unsupported_media_type", 401: "unauthorized", 403: "forbidden"}
+
+
+def _response(request: Request, err: HeddleError) -> JSONResponse:
+    headers = dict(err.headers or {})
+    request_id = getattr(request.state, "request_id", None)
+    if request_id:
+        headers["Request-Id"] = request_id
+    return JSONResponse(err.envelope(), status_code=err.status, headers=headers)
+
+
+def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    details = []
+    for e in exc.errors():
+        loc = list(e.get("loc", ()))
+        where = str(loc.pop(0)) if loc else "body"
+        details.append({
+            "location": where,
+            "field": ".".join(str(p) for p in loc) or None,
+            "message": e.get("msg", "invalid"),
+            "type": e.get("type"),
+        })
+    return details
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(HeddleError)
+    async def _heddle(request: Request, exc: HeddleError):
+        return _response(request, exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError):
+        details = _field_errors(exc)
+        if any(d["type"] == "json_invalid" for d in details):
+            message = "The request body is not valid JSON."
+        else:
+            fields = ", ".join(sorted({d["field"] or d["location"] for d in details}))
+            message = f"Invalid request: check {fields}."
+        return _response(request, HeddleError("invalid_request", message, details=details))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException):
+        code = _STATUS_CODES.get(exc.status_code)
+        if code is None:
+            code = "invalid_request" if exc.status_code < 500 else "internal_error"
+        message = exc.detail if isinstance(exc.detail, str) and exc.status_code != 404 else None
+        if exc.status_code == 404:
+            message = f"No route {request.method} {request.url.path}."
+        if exc.status_code == 405:
+            message = f"Method {request.method} is not allowed on {request.url.path}."
+        err = HeddleError(code, message, status=exc.status_code, headers=getattr(exc, "headers", None))
+        return _response(request, err)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception):
+        log.exception("unhandled_error", path=request.url.path,
+                      request_id=getattr(request.state, "request_id", None))
+        return _response(request, HeddleError("internal_error"))

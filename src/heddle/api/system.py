@@ -1,0 +1,36 @@
+"""Operational endpoints outside /v1: liveness, readiness and Prometheus metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from heddle import __version__
+from heddle.api.deps import services
+from heddle.api.envelope import ok
+from heddle.errors import HeddleError
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", summary="Liveness: the process is up")
+async def healthz():
+    return ok({"ok": True, "version": __version__})
+
+
+@router.get("/readyz", summary="Readiness: the database answers")
+async def readyz(request: Request):
+    svc = services(request)
+    try:
+        async with svc.database().session() as session:
+            await session.execute(text("SELECT 1"))
+    except Exception as exc:
+        raise HeddleError("service_unavailable", f"database not ready: {type(exc).__name__}") from exc
+    return ok({"ok": True, "database": "ok"})
+
+
+@router.get("/metrics", summary="Prometheus metrics", include_in_schema=False)
+async def metrics(request: Request):
+    return Response(generate_latest(services(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)

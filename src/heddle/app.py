@@ -1,0 +1,47 @@
+"""The application factory: `create_app()` builds the whole service (API, engine, realtime)."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from heddle import API_VERSION
+from heddle.api.errors import install_error_handlers
+from heddle.api.middleware import RequestContextMiddleware
+from heddle.api.openapi import install_openapi
+from heddle.api.system import router as system_router
+from heddle.config import Settings, get_settings
+from heddle.observability.logging import configure_logging
+from heddle.loom.routes import router as loom_router
+from heddle.services import Services
+from heddle.workspaces.routes import router as workspace_router
+
+DESCRIPTION = """\
+Heddle has two products behind one JSON API under `/v1`:
+
+* **Identify** resolves a BIC, IBAN, routing number, sort code, IFSC, NUBAN, mobile-money
+  wallet or Ghana bank code to its institution, its reachable rails and, on some rails, the
+  holder name. Only an `identified` result is billed.
+* **Loom** runs agent conversations: threads, messages and runs with a full trace.
+
+Every response is an envelope: `{"status": "success", "data": ...}` or
+`{"status": "error", "error": {"code", "message", "details"}}`.
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    configure_logging(settings.log_level, settings.log_json)
+    svc = Services(settings)
+    app = FastAPI(
+        title="Heddle", version=API_VERSION, description=DESCRIPTION, lifespan=svc.lifespan,
+        docs_url="/docs", redoc_url="/redoc", openapi_url="/openapi.json",
+    )
+    app.state.services = svc
+    install_error_handlers(app)
+    app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes,
+                       metrics=svc.metrics, request_log=lambda: svc.request_log)
+    app.include_router(system_router)
+    app.include_router(workspace_router)
+    app.include_router(loom_router)
+    install_openapi(app)
+    return app

@@ -1,0 +1,64 @@
+"""Who is calling: the result of authenticating a request, in either mode."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Literal
+
+from heddle.errors import HeddleError
+
+# `<channel>:<channel_user_id>`; the channel is a short lowercase word (web, whatsapp, sms, ...).
+_SUBJECT = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,31}:[^\s:][^\s]{0,255}$")
+
+
+@dataclass(frozen=True)
+class WorkspaceInfo:
+    """The workspace settings a request needs, read once per request."""
+
+    id: str
+    name: str
+    allowed_origins: tuple[str, ...]
+    realtime_enabled: bool
+    request_secret: str
+    mint_url: str | None
+
+
+@dataclass(frozen=True)
+class AuthContext:
+    mode: Literal["relay", "direct"]
+    workspace: WorkspaceInfo
+    key_id: str
+    key_mode: str | None = None  # live | test (relay)
+    subject: str | None = None  # relay: Service-Subject header; direct: `sub`
+    connection_ref: str | None = None  # relay: Service-Connection (id or name); direct: `conn`
+    session_token: str | None = None  # direct only: the bearer, for hosted tool calls
+    session_token_expires_at: dt.datetime | None = None
+
+    @property
+    def workspace_id(self) -> str:
+        return self.workspace.id
+
+    def require_subject(self) -> str:
+        if not self.subject:
+            raise HeddleError("subject_required", "Relay Loom calls need the Service-Subject header "
+                              "(form <channel>:<channel_user_id>).")
+        return self.subject
+
+    def connection_uuid(self) -> uuid.UUID | None:
+        try:
+            return uuid.UUID(self.connection_ref) if self.connection_ref else None
+        except ValueError:
+            return None
+
+
+def validate_subject(value: str) -> str:
+    if not _SUBJECT.match(value):
+        raise HeddleError(
+            "invalid_subject",
+            "Service-Subject must look like <channel>:<channel_user_id> (e.g. web:u_123), "
+            "a lowercase channel and no spaces, at most 288 characters.",
+        )
+    return value

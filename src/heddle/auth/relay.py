@@ -1,0 +1,40 @@
+"""Relay mode: `Authorization: Bearer sk_…` resolves the workspace."""
+
+from __future__ import annotations
+
+import hmac
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from heddle.auth.context import AuthContext, WorkspaceInfo
+from heddle.auth.secrets import hash_secret, is_well_formed_secret
+from heddle.errors import HeddleError
+from heddle.workspaces.models import ApiKey, Workspace
+
+
+def workspace_info(ws: Workspace) -> WorkspaceInfo:
+    return WorkspaceInfo(
+        id=ws.id, name=ws.name, allowed_origins=tuple(ws.allowed_origins or ()),
+        realtime_enabled=ws.realtime_enabled, request_secret=ws.request_secret,
+        mint_url=ws.mint_url,
+    )
+
+
+async def authenticate_secret(session: AsyncSession, secret: str) -> AuthContext:
+    if not is_well_formed_secret(secret):
+        raise HeddleError("unauthorized", "The bearer is neither a session token (JWT) nor a "
+                          "well-formed workspace secret (sk_live_… or sk_test_…).")
+    digest = hash_secret(secret)
+    row = (await session.execute(
+        select(ApiKey, Workspace).join(Workspace, Workspace.id == ApiKey.workspace_id)
+        .where(ApiKey.secret_hash == digest)
+    )).first()
+    # Compare in constant time even though the lookup was by hash, so that a timing difference
+    # never depends on how much of a presented secret matched.
+    if row is None or not hmac.compare_digest(row[0].secret_hash, digest):
+        raise HeddleError("unauthorized", "Unknown workspace secret.")
+    key, ws = row
+    if not key.active:
+        raise HeddleError("unauthorized", f"The API key {key.id} was revoked.")
+    return AuthContext(mode="relay", workspace=workspace_info(ws), key_id=key.id, key_mode=key.mode)

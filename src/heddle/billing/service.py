@@ -1,0 +1,111 @@
+"""Grants and charges against a workspace balance, safe under concurrency.
+
+A charge is one conditional UPDATE (`balance >= amount`) plus a ledger row, inside the
+caller's transaction: PostgreSQL's row lock and SQLite's single writer make concurrent charges
+serialise, so the balance never goes below zero and always equals the ledger sum.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from heddle.billing.models import LedgerEntry
+from heddle.errors import HeddleError
+from heddle.money import to_credits
+from heddle.workspaces.models import Workspace
+
+
+class InsufficientCredits(HeddleError):
+    def __init__(self, balance_micro: int, amount_micro: int):
+        super().__init__(
+            "insufficient_credits",
+            f"The workspace balance ({to_credits(balance_micro)} credits) cannot pay "
+            f"{to_credits(amount_micro)} credits.",
+            details={"balance_credits": to_credits(balance_micro),
+                     "required_credits": to_credits(amount_micro)},
+        )
+
+
+async def balance_micro(session: AsyncSession, workspace_id: str) -> int:
+    value = await session.scalar(select(Workspace.balance_micro).where(Workspace.id == workspace_id))
+    if value is None:
+        raise LookupError(workspace_id)
+    return value
+
+
+async def ensure_can_pay(session: AsyncSession, workspace_id: str, amount_micro: int) -> None:
+    """A pre-check (no lock): used before doing paid work; `charge` is the real guard."""
+    current = await balance_micro(session, workspace_id)
+    if current < amount_micro:
+        raise InsufficientCredits(current, amount_micro)
+
+
+async def grant(session: AsyncSession, workspace_id: str, amount_micro: int, *,
+                reason: str = "grant", ref: str | None = None) -> LedgerEntry:
+    if amount_micro <= 0:
+        raise ValueError("a grant must be positive")
+    new_balance = await session.scalar(
+        update(Workspace).where(Workspace.id == workspace_id)
+        .values(balance_micro=Workspace.balance_micro + amount_micro)
+        .returning(Workspace.balance_micro)
+    )
+    if new_balance is None:
+        raise LookupError(workspace_id)
+    entry = LedgerEntry(workspace_id=workspace_id, amount_micro=amount_micro,
+                        balance_after_micro=new_balance, kind="grant", reason=reason, ref=ref)
+    session.add(entry)
+    await session.flush()
+    return entry
+
+
+async def charge(session: AsyncSession, workspace_id: str, amount_micro: int, *, reason: str,
+                 ref: str | None = None, run_id: uuid.UUID | None = None,
+                 key_id: str | None = None) -> LedgerEntry | None:
+    """Take `amount_micro` from the balance or raise InsufficientCredits; 0 charges nothing."""
+    if amount_micro < 0:
+        raise ValueError("a charge must not be negative")
+    if amount_micro == 0:
+        return None
+    new_balance = await session.scalar(
+        update(Workspace)
+        .where(Workspace.id == workspace_id, Workspace.balance_micro >= amount_micro)
+        .values(balance_micro=Workspace.balance_micro - amount_micro)
+        .returning(Workspace.balance_micro)
+    )
+    if new_balance is None:
+        raise InsufficientCredits(await balance_micro(session, workspace_id), amount_micro)
+    entry = LedgerEntry(workspace_id=workspace_id, amount_micro=-amount_micro,
+                        balance_after_micro=new_balance, kind="charge", reason=reason, ref=ref,
+                        run_id=run_id, key_id=key_id)
+    session.add(entry)
+    await session.flush()
+    return entry
+
+
+async def ledger_sum(session: AsyncSession, workspace_id: str) -> int:
+    total = await session.scalar(
+        select(func.coalesce(func.sum(LedgerEntry.amount_micro), 0))
+        .where(LedgerEntry.workspace_id == workspace_id)
+    )
+    return int(total or 0)
+
+
+async def recent_entries(session: AsyncSession, workspace_id: str, limit: int = 20) -> list[LedgerEntry]:
+    rows = await session.scalars(
+        select(LedgerEntry).where(LedgerEntry.workspace_id == workspace_id)
+        .order_by(LedgerEntry.id.desc()).limit(limit)
+    )
+    return list(rows)
+
+
+def entry_dict(e: LedgerEntry) -> dict:
+    return {
+        "id": e.id, "kind": e.kind, "reason": e.reason,
+        "amount_credits": to_credits(e.amount_micro),
+        "balance_after_credits": to_credits(e.balance_after_micro),
+        "ref": e.ref, "run_id": str(e.run_id) if e.run_id else None,
+        "created_at": e.created_at.isoformat().replace("+00:00", "Z"),
+    }

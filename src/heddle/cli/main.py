@@ -1,0 +1,54 @@
+"""The `heddle` command: serve the API and manage the control plane."""
+
+from __future__ import annotations
+
+import typer
+
+from heddle.cli.control import agent_app, connection_app, credits_app, key_app, workspace_app
+from heddle.cli.output import DatabaseUrl, JsonFlag, emit, run_db
+
+app = typer.Typer(help="Heddle: Identify and Loom, self-hosted.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+app.add_typer(workspace_app, name="workspace")
+app.add_typer(key_app, name="key")
+app.add_typer(connection_app, name="connection")
+app.add_typer(agent_app, name="agent")
+app.add_typer(credits_app, name="credits")
+
+
+@app.command()
+def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.1 (HEDDLE_HOST)."),
+          port: int | None = typer.Option(None, "--port", help="Default 8080 (HEDDLE_PORT)."),
+          dev: bool = typer.Option(False, "--dev", help="Allow loopback/private outbound targets; readable logs."),
+          database_url: str = DatabaseUrl):
+    """Run the API, the run engine and the realtime server in one process."""
+    import uvicorn
+
+    from heddle.app import create_app
+    from heddle.config import Settings
+
+    overrides: dict = {}
+    if database_url:
+        overrides["database_url"] = database_url
+    if host:
+        overrides["host"] = host
+    if port:
+        overrides["port"] = port
+    if dev:
+        overrides.update(dev=True, log_json=False)
+    settings = Settings(**overrides)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, ws="websockets-sansio",
+                log_level=settings.log_level.lower(), access_log=False, lifespan="on")
+
+
+@app.command()
+def migrate(database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+    """Upgrade the database schema to the latest migration."""
+    async def work(_session):
+        return {"migrated": True}
+
+    emit(run_db(database_url, work), as_json, lambda d: print("Database is at the latest migration."))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,56 @@
+"""How every CLI command prints: one JSON object with --json, readable text otherwise."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+
+from heddle.config import get_settings
+from heddle.db.base import Database
+from heddle.db.migrate import upgrade
+
+T = TypeVar("T")
+console = Console()
+err_console = Console(stderr=True)
+
+DatabaseUrl = typer.Option(None, "--database-url", help="Database URL (default: HEDDLE_DATABASE_URL).")
+JsonFlag = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
+
+
+def emit(data: dict[str, Any], as_json: bool, human: Callable[[dict[str, Any]], None] | None = None) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(data, default=str) + "\n")
+    elif human:
+        human(data)
+    else:
+        console.print_json(json.dumps(data, default=str))
+
+
+def fail(message: str, as_json: bool, code: str = "invalid_argument", exit_code: int = 1) -> NoReturn:
+    if as_json:
+        sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
+    else:
+        err_console.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(exit_code)
+
+
+def run_db(database_url: str | None, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Migrate, then run `work(session)` in one transaction (nothing half-written on error)."""
+    url = database_url or get_settings().database_url
+
+    async def main() -> T:
+        db = Database(url)
+        try:
+            await upgrade(url, engine=db.engine)
+            async with db.transaction() as session:
+                return await work(session)
+        finally:
+            await db.dispose()
+
+    return asyncio.run(main())

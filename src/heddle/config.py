@@ -1,0 +1,80 @@
+"""Runtime settings, read from `HEDDLE_*` environment variables (pydantic-settings).
+
+Each domain reads what it needs from one `Settings` object so that a deployment is described
+in one place (see docs/configuration.md).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="HEDDLE_", extra="ignore")
+
+    # --- service ---
+    database_url: str = "sqlite+aiosqlite:///./heddle.db"
+    host: str = "127.0.0.1"
+    port: int = 8080
+    dev: bool = False
+    log_level: str = "INFO"
+    log_json: bool = True
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    migrate_on_start: bool = True
+
+    # --- billing (credits are shown as numbers, kept as integer micro-credits) ---
+    identify_price_credits: float = Field(default=1.0, ge=0)
+
+    # --- Loom ---
+    model_classes: str = ""  # JSON object: class name -> provider config; `scripted` is built in
+    run_max_turns: int = Field(default=16, ge=1)
+    run_max_seconds: float = Field(default=300.0, gt=0)
+    run_concurrency: int = Field(default=64, ge=1)
+    tool_call_price_credits: float = Field(default=0.0, ge=0)
+
+    # --- realtime ---
+    realtime: Literal["builtin", "pusher", "off"] = "builtin"
+    pusher_app_id: str = ""
+    pusher_key: str = ""
+    pusher_secret: str = ""
+    pusher_cluster: str = "mt1"
+    pusher_host: str = ""
+    pusher_port: int | None = None
+    pusher_ssl: bool = True
+    realtime_public_host: str = ""  # ws host browsers use for the built-in server
+    realtime_public_port: int | None = None
+    realtime_force_tls: bool = False
+
+    # --- outbound calls to the caller's backend ---
+    outbound_allow_private: bool = False
+    outbound_connect_timeout: float = Field(default=5.0, gt=0)
+    outbound_timeout: float = Field(default=15.0, gt=0)
+    outbound_max_response_bytes: int = Field(default=1024 * 1024, ge=1024)
+
+    # --- direct mode (JWKS) ---
+    jwks_cache_ttl: float = Field(default=300.0, gt=0)
+    jwks_refresh_min_interval: float = Field(default=30.0, ge=0)
+
+    # --- Identify holder-name resolution providers (unset = `unavailable`) ---
+    name_resolution_timeout: float = Field(default=5.0, gt=0)
+    name_cache_ttl: float = Field(default=300.0, ge=0)
+    paystack_base_url: str = "https://api.paystack.co"
+    paystack_secret_key: str = ""
+    momo_base_url: str = ""
+    momo_subscription_key: str = ""
+    momo_api_user: str = ""
+    momo_api_key: str = ""
+    momo_target_environment: str = "sandbox"
+
+    @property
+    def allow_private_outbound(self) -> bool:
+        return self.outbound_allow_private or self.dev
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,8 @@
+"""Import every domain's models so that `Base.metadata` is complete (Alembic, tests)."""
+
+from heddle.billing.models import LedgerEntry  # noqa: F401
+from heddle.db.base import Base  # noqa: F401
+from heddle.identify.models import DirectoryEntry  # noqa: F401
+from heddle.loom.models import Agent, Message, Run, ToolCall, Turn, Thread  # noqa: F401
+from heddle.observability.models import RequestLogEntry  # noqa: F401
+from heddle.workspaces.models import ApiKey, Connection, Workspace  # noqa: F401

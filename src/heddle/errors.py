@@ -1,0 +1,89 @@
+"""The one table of stable `error.code` values, and the exception every domain raises.
+
+Handlers turn a `HeddleError` into the spec's error envelope. Adding a code means adding a row
+here; the OpenAPI document and docs/errors.md are generated from this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    code: str
+    status: int
+    description: str
+
+
+_CODES = [
+    # --- request shape ---
+    ErrorCode("invalid_request", 400, "The body, query or path failed validation; `details` names each bad field."),
+    ErrorCode("not_found", 404, "No such route, or no such object visible to this caller."),
+    ErrorCode("method_not_allowed", 405, "The route exists but not for this HTTP method."),
+    ErrorCode("payload_too_large", 413, "The request body is larger than the configured limit."),
+    ErrorCode("unsupported_media_type", 415, "A body was sent with a Content-Type other than application/json."),
+    ErrorCode("internal_error", 500, "Unexpected server error; quote the Request-Id when reporting it."),
+    ErrorCode("service_unavailable", 503, "A dependency (such as the database) is not ready."),
+    # --- authentication and authorization ---
+    ErrorCode("unauthorized", 401, "Missing, malformed, expired, revoked or unverifiable credential."),
+    ErrorCode("forbidden", 403, "The credential is valid but may not act on this object."),
+    ErrorCode("secret_key_in_browser", 403, "A workspace secret was sent from a browser (Origin header present)."),
+    ErrorCode("origin_not_allowed", 403, "The request Origin is not in the workspace's allowed origins."),
+    ErrorCode("subject_required", 400, "A relay Loom call needs the Service-Subject header."),
+    ErrorCode("subject_header_with_token", 400, "Service-Subject must not be sent with a session token."),
+    ErrorCode("invalid_subject", 400, "Service-Subject must have the form <channel>:<channel_user_id>."),
+    ErrorCode("connection_required", 400, "The agent has unpinned customer tools: name a connection (Service-Connection header or `conn` claim)."),
+    ErrorCode("connection_not_found", 400, "The connection named by Service-Connection or `conn` does not exist in this workspace."),
+    # --- billing ---
+    ErrorCode("insufficient_credits", 402, "The workspace balance cannot pay for this call."),
+    # --- identify ---
+    ErrorCode("invalid_identifier", 400, "The identifier is malformed for its rail (length, characters or check digit)."),
+    ErrorCode("ambiguous_identifier", 400, "The identifier fits several rails; send `rail` (and `country`) to choose."),
+    # --- loom ---
+    ErrorCode("agent_not_found", 404, "No such agent in this workspace."),
+    ErrorCode("run_active", 409, "The thread's latest run is still running or awaiting an outcome; `details.run_id` names it."),
+    ErrorCode("run_not_awaiting_outcome", 409, "The run is not waiting for an outcome of that tool call."),
+    ErrorCode("invalid_state_transition", 409, "The run cannot move to that state from its current one."),
+    # --- realtime ---
+    ErrorCode("realtime_disabled", 409, "Realtime is off for this workspace; poll GET /v1/loom/runs/{id}."),
+]
+
+ERROR_CODES: dict[str, ErrorCode] = {c.code: c for c in _CODES}
+
+# Codes that appear on a failed run's `error.code` (not HTTP errors).
+RUN_ERROR_CODES: dict[str, str] = {
+    "insufficient_credits": "The workspace could not pay for the run's next turn.",
+    "model_error": "The model provider failed after retries.",
+    "model_not_configured": "The agent's model class is not configured on this server.",
+    "max_turns_exceeded": "The run used more model turns than the configured maximum.",
+    "max_duration_exceeded": "The run took longer than the configured maximum duration.",
+    "interrupted": "The server stopped while the run was executing and it could not be resumed safely.",
+    "tool_error": "A tool failed in a way the run could not continue from.",
+    "connection_required": "The agent needs a connection for an unpinned tool and none was given.",
+    "mint_failed": "The workspace mint_url did not return a usable subject token.",
+    "internal_error": "Unexpected engine error.",
+}
+
+
+class HeddleError(Exception):
+    """An error with a stable code, rendered as the spec's error envelope."""
+
+    def __init__(self, code: str, message: str | None = None, *, details: Any = None,
+                 status: int | None = None, headers: dict[str, str] | None = None):
+        known = ERROR_CODES.get(code)
+        if known is None:
+            raise ValueError(f"unknown error code {code!r}: add it to heddle.errors")
+        self.code = code
+        self.status = status or known.status
+        self.message = message or known.description
+        self.details = details
+        self.headers = headers
+        super().__init__(f"{code}: {self.message}")
+
+    def envelope(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details is not None:
+            error["details"] = self.details
+        return {"status": "error", "error": error}

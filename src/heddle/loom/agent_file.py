@@ -1,0 +1,105 @@
+"""The agent file (YAML or JSON): validated into tool definitions the engine can run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from heddle.loom.providers.base import ASK_USER_TOOL
+
+BUILTIN_TOOLS = {"identify"}
+_TOOL_NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+
+
+class BuiltinTool(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    builtin: Literal["identify"]
+
+
+class HostedTool(BaseModel):
+    """A tool served by the caller's tool host (a connection), POSTed at `path`."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: Annotated[str, Field(pattern=_TOOL_NAME)]
+    description: Annotated[str, Field(min_length=1, max_length=1024)]
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    connection: str | None = None  # pinned connection (name or id); None = unpinned
+    path: Annotated[str, Field(pattern=r"^/[^\s?#]*$", max_length=500)]
+    risk: Literal["low", "medium", "high"] = "low"
+    interaction: Literal["auto", "confirm"] = "auto"
+    reliability: Literal["idempotent", "at_most_once"] = "idempotent"
+
+    @field_validator("parameters")
+    @classmethod
+    def _object_schema(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if v.get("type") != "object":
+            raise ValueError("must be a JSON Schema with type: object")
+        if "properties" in v and not isinstance(v["properties"], dict):
+            raise ValueError("properties must be a mapping")
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, v: str) -> str:
+        if v == ASK_USER_TOOL or v in BUILTIN_TOOLS:
+            raise ValueError(f"{v!r} is reserved for a built-in tool")
+        return v
+
+
+class AgentFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    model_class: Annotated[str, Field(min_length=1, max_length=100)]
+    instructions: Annotated[str, Field(max_length=32_000)] = ""
+    tools: list[BuiltinTool | HostedTool] = Field(default_factory=list, max_length=64)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> AgentFile:
+        seen: set[str] = set()
+        for tool in self.tools:
+            name = tool.builtin if isinstance(tool, BuiltinTool) else tool.name
+            if name in seen:
+                raise ValueError(f"tools: {name!r} is listed twice")
+            seen.add(name)
+        return self
+
+    def tool_dicts(self) -> list[dict[str, Any]]:
+        return [t.model_dump() for t in self.tools]
+
+
+class AgentFileError(ValueError):
+    """A readable error naming each bad field, e.g. `tools.1.risk: Input should be 'low', ...`."""
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for e in exc.errors():
+        loc = ".".join(str(p) for p in e["loc"] if not str(p).startswith(("BuiltinTool", "HostedTool")))
+        lines.append(f"{loc or '(file)'}: {e['msg']}")
+    return "; ".join(dict.fromkeys(lines))
+
+
+def parse_agent_file(text: str, *, filename: str = "agent.yaml") -> AgentFile:
+    try:
+        data = json.loads(text) if filename.endswith(".json") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise AgentFileError(f"{filename}: not valid {'JSON' if filename.endswith('.json') else 'YAML'}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise AgentFileError(f"{filename}: must be a mapping with name, model_class, instructions and tools")
+    try:
+        return AgentFile.model_validate(data)
+    except ValidationError as exc:
+        raise AgentFileError(f"{filename}: {_describe(exc)}") from exc
+
+
+def load_agent_file(path: str | Path) -> AgentFile:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise AgentFileError(f"{p}: cannot read: {exc.strerror}") from exc
+    return parse_agent_file(text, filename=p.name)

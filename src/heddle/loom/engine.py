@@ -1,0 +1,252 @@
+"""The run engine: advances one run until it closes, fails or waits for the caller.
+
+Each step is its own database transaction (a model turn with its charge and tool-call rows;
+one tool call; one state transition), so a crash loses at most the step in flight, and
+`execute()` can resume any run from what the database holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import select
+
+from heddle.billing import service as billing
+from heddle.config import Settings
+from heddle.db.base import Database, utcnow
+from heddle.errors import HeddleError
+from heddle.loom.effects import Effects, EventSink
+from heddle.loom.history import build_conversation
+from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
+from heddle.loom.providers.base import ModelProviderError, ModelResponse
+from heddle.loom.providers.registry import cost_micro
+from heddle.loom.queries import next_message_seq
+from heddle.loom.serializers import message_dict
+from heddle.loom.service import render_run
+from heddle.loom.states import RUNNING, transition
+from heddle.loom.tools import ToolRunner, tool_definition, tool_specs
+from heddle.observability.logging import get_logger
+from heddle.observability.metrics import Metrics
+
+log = get_logger(__name__)
+
+
+class RunFailure(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class RunEngine:
+    def __init__(self, db: Database, settings: Settings, registry, tools: ToolRunner,
+                 events: Callable[[], EventSink | None], metrics: Metrics):
+        self.db = db
+        self.settings = settings
+        self.registry = registry
+        self.tools = tools
+        self.events = events
+        self.metrics = metrics
+
+    async def execute(self, run_id: uuid.UUID) -> None:
+        deadline = time.monotonic() + self.settings.run_max_seconds
+        try:
+            while await self._step(run_id, deadline):
+                pass
+        except RunFailure as failure:
+            await self._fail(run_id, failure.code, failure.message)
+        except Exception as exc:  # never leave a run stuck in `running` on a bug
+            log.exception("run_engine_error", run_id=str(run_id))
+            await self._fail(run_id, "internal_error", f"unexpected engine error ({type(exc).__name__})")
+
+    # -- one step -------------------------------------------------------------------------
+
+    async def _step(self, run_id: uuid.UUID, deadline: float) -> bool:
+        """Do one unit of work; False when the run no longer needs this executor."""
+        async with self.db.session() as session:
+            run = await session.get(Run, run_id)
+            if run is None or run.state != RUNNING:
+                return False
+            agent = await session.get(Agent, run.agent_id)
+            calls = list(await session.scalars(
+                select(ToolCall).where(ToolCall.run_id == run.id).order_by(ToolCall.seq)))
+        if time.monotonic() > deadline:
+            raise RunFailure("max_duration_exceeded",
+                             f"The run took longer than {self.settings.run_max_seconds:g} s.")
+        pending = [tc for tc in calls if tc.status == "pending" and tc.kind != "ask"]
+        if pending:
+            await self._run_tool(run, agent, pending[0])
+            return True
+        if any(tc.status == "awaiting_outcome" for tc in calls):
+            await self._pause(run_id, "await_outcome")
+            return False
+        asked = [tc for tc in calls if tc.kind == "ask" and tc.status == "pending"]
+        if asked:
+            await self._ask(run_id, asked[0])
+            return False
+        if run.turn_count >= self.settings.run_max_turns:
+            raise RunFailure("max_turns_exceeded", f"The run used its {self.settings.run_max_turns} model turns.")
+        await self._model_turn(run, agent, deadline)
+        return True
+
+    async def _model_turn(self, run: Run, agent: Agent, deadline: float) -> None:
+        try:
+            model_class = self.registry.get(agent.model_class)
+        except Exception:
+            raise RunFailure("model_not_configured",
+                             f"Model class {agent.model_class!r} is not configured on this server.") from None
+        provider = self.registry.provider_for(model_class)
+        async with self.db.session() as session:
+            conversation = await build_conversation(session, run, agent)
+            balance = await billing.balance_micro(session, run.workspace_id)
+        specs = tool_specs(agent)
+        # A turn costs at most its input (estimated from characters) plus max_tokens of output.
+        est_in = sum(len(m.content or "") for m in conversation) // 3 + 50
+        worst = cost_micro(model_class, est_in, model_class.max_tokens)
+        if balance <= 0 or balance < worst:
+            raise RunFailure("insufficient_credits", "The workspace balance cannot pay for the next model turn.")
+        started = time.perf_counter()
+        try:
+            remaining = max(0.001, deadline - time.monotonic())
+            response: ModelResponse = await asyncio.wait_for(
+                provider.complete(model_class, conversation, specs), timeout=remaining)
+        except TimeoutError:
+            raise RunFailure("max_duration_exceeded",
+                             f"The run took longer than {self.settings.run_max_seconds:g} s.") from None
+        except ModelProviderError as exc:
+            raise RunFailure("model_error", str(exc)) from None
+        cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
+        effects = Effects()
+        async with self.db.transaction() as session:
+            run = await session.get(Run, run.id)
+            if run.state != RUNNING:
+                return
+            turn = Turn(id=uuid.uuid4(), run_id=run.id, seq=run.turn_count + 1, model_class=model_class.name,
+                        input_tokens=response.input_tokens, output_tokens=response.output_tokens,
+                        cost_micro=cost, request=response.request,
+                        response={**response.response, "text": response.text},
+                        latency_ms=round((time.perf_counter() - started) * 1000, 3))
+            session.add(turn)
+            await session.flush()
+            try:
+                await billing.charge(session, run.workspace_id, cost, reason="model_turn", ref=str(turn.id),
+                                     run_id=run.id, key_id=run.key_id)
+            except billing.InsufficientCredits:
+                raise RunFailure("insufficient_credits", "The workspace balance could not pay for the model turn.") from None
+            run.turn_count += 1
+            run.cost_micro += cost
+            self.metrics.credits_charged.labels("model_turn").inc(cost)
+            if response.tool_calls:
+                seq = await session.scalar(select(ToolCall.seq).where(ToolCall.run_id == run.id)
+                                           .order_by(ToolCall.seq.desc()).limit(1)) or 0
+                for i, call in enumerate(response.tool_calls, start=1):
+                    session.add(self._new_tool_call(run, agent, turn, seq + i, call))
+            else:
+                await self._finish(session, run, response.text or "", effects)
+        await effects.apply(self.events(), None)
+
+    def _new_tool_call(self, run: Run, agent: Agent, turn: Turn, seq: int, call) -> ToolCall:
+        definition = tool_definition(agent, call.name)
+        tc = ToolCall(id=uuid.uuid4(), run_id=run.id, turn_id=turn.id, seq=seq, model_call_id=call.id,
+                      name=call.name, args=call.arguments or {}, status="pending", attempts=[], cost_micro=0)
+        if definition is None:
+            tc.kind, tc.status = "unknown", "failed"
+            tc.result = {"error": {"code": "unknown_tool", "message": f"The agent has no tool {call.name!r}."}}
+        elif definition["kind"] == "hosted":
+            tc.kind = "hosted"
+            tc.interaction, tc.risk = definition["interaction"], definition["risk"]
+            tc.reliability = definition["reliability"]
+        else:
+            tc.kind = definition["kind"]
+            tc.interaction, tc.risk, tc.reliability = "auto", "low", "idempotent"
+        return tc
+
+    async def _finish(self, session, run: Run, text: str, effects: Effects) -> None:
+        message = Message(id=uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
+                          seq=await next_message_seq(session, run.thread_id), role="assistant", content=text)
+        session.add(message)
+        await session.flush()
+        await transition(session, run, "finish")
+        self.metrics.runs.labels("closed").inc()
+        effects.message_created(run.thread_id, message_dict(message))
+        effects.run_updated(run.thread_id, await render_run(session, run))
+
+    # -- tool calls -----------------------------------------------------------------------
+
+    async def _run_tool(self, run: Run, agent: Agent, call: ToolCall) -> None:
+        definition = tool_definition(agent, call.name) or {}
+        if call.kind == "hosted" and call.attempts and call.reliability == "at_most_once":
+            # A previous process started this call and died: its fate is unknown.
+            await self._record_tool(call.id, "awaiting_outcome", {"error": {
+                "code": "unknown_fate", "message": "The server stopped during this call; confirm its outcome."}})
+            return
+        if call.kind == "hosted":
+            execution = await self.tools.run_hosted(run, call, definition)
+        else:
+            execution = await self.tools.run_builtin(run, call)
+        await self._record_tool(call.id, execution.status, execution.result, execution)
+
+    async def _record_tool(self, call_id: uuid.UUID, status: str, result: dict[str, Any] | None,
+                           execution=None) -> None:
+        async with self.db.transaction() as session:
+            call = await session.get(ToolCall, call_id)
+            run = await session.get(Run, call.run_id)
+            call.status, call.result = status, result
+            if execution is not None:
+                call.patch_ref = execution.patch_ref
+                call.attempts = [*(call.attempts or []), *execution.attempts]
+                if execution.connection_id and run.connection_id is None:
+                    run.connection_id = execution.connection_id
+                if execution.cost_micro and not execution.charged:
+                    try:
+                        await billing.charge(session, run.workspace_id, execution.cost_micro, reason="tool_call",
+                                             ref=str(call.id), run_id=run.id, key_id=run.key_id)
+                    except billing.InsufficientCredits:
+                        raise RunFailure("insufficient_credits", "The workspace could not pay for a tool call.") from None
+                call.cost_micro = execution.cost_micro
+                run.cost_micro += execution.cost_micro
+            call.updated_at = utcnow()
+
+    async def _ask(self, run_id: uuid.UUID, call: ToolCall) -> None:
+        question = str((call.args or {}).get("question") or "").strip() or "Could you tell me more?"
+        effects = Effects()
+        async with self.db.transaction() as session:
+            run = await session.get(Run, run_id)
+            message = Message(id=uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
+                              seq=await next_message_seq(session, run.thread_id), role="assistant", content=question)
+            session.add(message)
+            await session.flush()
+            await transition(session, run, "ask_user", pending_question=question)
+            effects.message_created(run.thread_id, message_dict(message))
+            effects.run_updated(run.thread_id, await render_run(session, run))
+        self.metrics.runs.labels("awaiting_input").inc()
+        await effects.apply(self.events(), None)
+
+    async def _pause(self, run_id: uuid.UUID, event: str) -> None:
+        effects = Effects()
+        async with self.db.transaction() as session:
+            run = await session.get(Run, run_id)
+            await transition(session, run, event)
+            effects.run_updated(run.thread_id, await render_run(session, run))
+        self.metrics.runs.labels("awaiting_outcome").inc()
+        await effects.apply(self.events(), None)
+
+    async def _fail(self, run_id: uuid.UUID, code: str, message: str) -> None:
+        effects = Effects()
+        try:
+            async with self.db.transaction() as session:
+                run = await session.get(Run, run_id)
+                if run is None or run.state != RUNNING:
+                    return
+                await transition(session, run, "fail", error_code=code, error_message=message[:2000])
+                effects.run_updated(run.thread_id, await render_run(session, run))
+        except HeddleError:
+            return
+        self.metrics.runs.labels("failed").inc()
+        log.info("run_failed", run_id=str(run_id), code=code)
+        await effects.apply(self.events(), None)
+

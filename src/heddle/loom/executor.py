@@ -1,0 +1,152 @@
+"""Where runs execute. The embedded default runs them as asyncio tasks in this process.
+
+The interface is `submit(run_id)`, `start()` and `stop()`; all run state is in the database,
+so a queue-backed executor with separate worker processes can replace this one. A run is
+claimed with a lease (owner + expiry, renewed while it executes); on start, runs left
+`running` by a dead process are claimed again and resumed by the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import socket
+import uuid
+
+from sqlalchemy import or_, select, update
+
+from heddle.db.base import Database, utcnow
+from heddle.loom.engine import RunEngine
+from heddle.loom.models import Run
+from heddle.loom.states import RUNNING
+from heddle.observability.logging import get_logger
+from heddle.observability.metrics import Metrics
+
+log = get_logger(__name__)
+
+
+class InProcessExecutor:
+    def __init__(self, db: Database, engine: RunEngine, metrics: Metrics, *, concurrency: int = 64,
+                 lease_seconds: float = 30.0, sweep_interval: float = 10.0, reclaim_all_on_start: bool = False):
+        self.db = db
+        self.engine = engine
+        self.metrics = metrics
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.lease = dt.timedelta(seconds=lease_seconds)
+        self.sweep_interval = sweep_interval
+        # Embedded SQLite has one server process per database file: every `running` run found
+        # at start-up was left by a dead process, so it need not wait for the lease to expire.
+        self.reclaim_all_on_start = reclaim_all_on_start
+        self._slots = asyncio.Semaphore(concurrency)
+        self._tasks: dict[uuid.UUID, asyncio.Task] = {}
+        self._again: set[uuid.UUID] = set()
+        self._sweeper: asyncio.Task | None = None
+        self._stopping = False
+
+    async def start(self) -> None:
+        await self.recover(all_running=self.reclaim_all_on_start)
+        self._sweeper = asyncio.create_task(self._sweep(), name="run-lease-sweeper")
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._sweeper:
+            self._sweeper.cancel()
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._release_all()
+
+    def submit(self, run_id: uuid.UUID) -> None:
+        if self._stopping:
+            return
+        if run_id in self._tasks:
+            self._again.add(run_id)  # resumed while still finishing: run once more afterwards
+            return
+        self._tasks[run_id] = asyncio.create_task(self._execute(run_id), name=f"run-{run_id}")
+
+    async def drain(self) -> None:
+        """Wait until no run is executing (tests and benchmarks)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+
+    async def _execute(self, run_id: uuid.UUID) -> None:
+        try:
+            async with self._slots:
+                while True:
+                    if await self._claim(run_id):
+                        self.metrics.runs_active.inc()
+                        renew = asyncio.create_task(self._renew(run_id))
+                        try:
+                            await self.engine.execute(run_id)
+                        finally:
+                            renew.cancel()
+                            self.metrics.runs_active.dec()
+                            await self._release(run_id)
+                    if run_id not in self._again:
+                        break
+                    self._again.discard(run_id)
+        finally:
+            self._tasks.pop(run_id, None)
+
+    async def _claim(self, run_id: uuid.UUID) -> bool:
+        now = utcnow()
+        async with self.db.transaction() as session:
+            result = await session.execute(
+                update(Run).where(Run.id == run_id, Run.state == RUNNING,
+                                  or_(Run.lease_owner.is_(None), Run.lease_owner == self.owner,
+                                      Run.lease_expires_at < now))
+                .values(lease_owner=self.owner, lease_expires_at=now + self.lease)
+                .execution_options(synchronize_session=False))
+            return result.rowcount == 1
+
+    async def _renew(self, run_id: uuid.UUID) -> None:
+        while True:
+            await asyncio.sleep(self.lease.total_seconds() / 3)
+            async with self.db.transaction() as session:
+                await session.execute(
+                    update(Run).where(Run.id == run_id, Run.lease_owner == self.owner)
+                    .values(lease_expires_at=utcnow() + self.lease).execution_options(synchronize_session=False))
+
+    async def _release(self, run_id: uuid.UUID) -> None:
+        async with self.db.transaction() as session:
+            await session.execute(
+                update(Run).where(Run.id == run_id, Run.lease_owner == self.owner)
+                .values(lease_owner=None, lease_expires_at=None).execution_options(synchronize_session=False))
+
+    async def _release_all(self) -> None:
+        try:
+            async with self.db.transaction() as session:
+                await session.execute(
+                    update(Run).where(Run.lease_owner == self.owner)
+                    .values(lease_owner=None, lease_expires_at=None).execution_options(synchronize_session=False))
+        except Exception:
+            log.exception("lease_release_failed")
+
+    async def recover(self, *, all_running: bool = False) -> list[uuid.UUID]:
+        """Resume runs left `running` without a live lease (crash of another process)."""
+        now = utcnow()
+        query = select(Run.id).where(Run.state == RUNNING)
+        if not all_running:
+            query = query.where(or_(Run.lease_owner.is_(None), Run.lease_expires_at < now))
+        async with self.db.session() as session:
+            run_ids = list(await session.scalars(query.order_by(Run.created_at)))
+        if all_running and run_ids:
+            async with self.db.transaction() as session:
+                await session.execute(update(Run).where(Run.id.in_(run_ids))
+                                      .values(lease_owner=None, lease_expires_at=None)
+                                      .execution_options(synchronize_session=False))
+        for run_id in run_ids:
+            if run_id not in self._tasks:
+                log.info("run_recovered", run_id=str(run_id))
+                self.submit(run_id)
+        return run_ids
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                await self.recover()
+            except Exception:
+                log.exception("run_sweep_failed")

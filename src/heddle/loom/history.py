@@ -1,0 +1,66 @@
+"""Rebuild the model conversation of a run from the database (so any process can resume it).
+
+Earlier runs of the thread contribute their user/assistant messages; the current run
+contributes its opening message, then each turn as an assistant message with tool calls
+followed by one tool message per call that has a result. A question asked through `ask_user`
+and its answer appear as that tool call and its result, not as separate messages.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
+from heddle.loom.providers.base import ChatMessage, ModelToolCall
+
+HISTORY_MESSAGES = 40  # earlier thread messages given to the model
+
+
+def tool_result_content(tc: ToolCall) -> str | None:
+    """What the model sees for a tool call, or None while it has no result yet."""
+    if tc.kind == "ask":
+        return json.dumps(tc.result) if tc.status == "succeeded" and tc.result else None
+    if tc.status in ("pending", "awaiting_outcome"):
+        return None
+    body: dict[str, Any] = {"status": tc.status}
+    if tc.result is not None:
+        body["result"] = tc.result
+    if tc.patch_ref:
+        body["patch_ref"] = tc.patch_ref
+    if tc.outcome_state:
+        body["outcome"] = {"state": tc.outcome_state, "detail": tc.outcome_detail or {}}
+    return json.dumps(body, default=str)
+
+
+async def build_conversation(session: AsyncSession, run: Run, agent: Agent) -> list[ChatMessage]:
+    messages: list[ChatMessage] = []
+    if agent.instructions:
+        messages.append(ChatMessage(role="system", content=agent.instructions))
+    earlier = list(await session.scalars(
+        select(Message).where(Message.thread_id == run.thread_id, Message.run_id != run.id)
+        .order_by(Message.seq.desc()).limit(HISTORY_MESSAGES)))
+    messages += [ChatMessage(role=m.role, content=m.content) for m in reversed(earlier)]
+    opening = await session.scalar(
+        select(Message).where(Message.run_id == run.id, Message.role == "user").order_by(Message.seq).limit(1))
+    if opening is not None:
+        messages.append(ChatMessage(role="user", content=opening.content))
+    turns = list(await session.scalars(select(Turn).where(Turn.run_id == run.id).order_by(Turn.seq)))
+    calls = list(await session.scalars(select(ToolCall).where(ToolCall.run_id == run.id).order_by(ToolCall.seq)))
+    for turn in turns:
+        turn_calls = [tc for tc in calls if tc.turn_id == turn.id]
+        if not turn_calls:
+            continue  # a final answer: it is the run's assistant message, nothing to continue from
+        messages.append(ChatMessage(
+            role="assistant", content=(turn.response or {}).get("text"),
+            tool_calls=tuple(ModelToolCall(id=tc.model_call_id, name=tc.name, arguments=tc.args or {})
+                             for tc in turn_calls)))
+        for tc in turn_calls:
+            content = tool_result_content(tc)
+            if content is not None:
+                messages.append(ChatMessage(role="tool", content=content, tool_call_id=tc.model_call_id,
+                                            name=tc.name))
+    return messages

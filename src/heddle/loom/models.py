@@ -1,0 +1,136 @@
+"""Loom's stored objects: agents, threads, messages, runs, turns and tool calls.
+
+All run state lives here (never only in memory) so that any process can resume a run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from sqlalchemy import (
+    JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, Uuid,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from heddle.db.base import Base, UTCDateTime, utcnow
+
+
+class Agent(Base):
+    __tablename__ = "agents"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)  # agent_…
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    model_class: Mapped[str] = mapped_column(String(100))
+    instructions: Mapped[str] = mapped_column(Text, default="")
+    tools: Mapped[list[Any]] = mapped_column(JSON, default=list)  # validated ToolDefinition dicts
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Thread(Base):
+    __tablename__ = "threads"
+    __table_args__ = (
+        UniqueConstraint("workspace_id", "agent_id", "subject"),
+        Index("ix_threads_workspace_subject_created", "workspace_id", "subject", "created_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id"))
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id"))
+    subject: Mapped[str] = mapped_column(String(300))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Message(Base):
+    __tablename__ = "messages"
+    __table_args__ = (UniqueConstraint("thread_id", "seq"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    thread_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("threads.id"))
+    run_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    seq: Mapped[int] = mapped_column(Integer)  # order within the thread
+    role: Mapped[str] = mapped_column(String(16))  # user | assistant
+    content: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_thread_id_created_at", "thread_id", "created_at"),
+        Index("ix_runs_state", "state"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    thread_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("threads.id"))
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id"), index=True)
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id"))
+    subject: Mapped[str] = mapped_column(String(300))
+    state: Mapped[str] = mapped_column(String(20))
+    connection_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    auth_mode: Mapped[str] = mapped_column(String(8), default="relay")  # relay | direct
+    key_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    # Direct mode: the session token that posted the message, usable for tool calls until it
+    # expires (then the run mints one). Never returned by the API.
+    session_token: Mapped[str | None] = mapped_column(Text, nullable=True)
+    session_token_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    pending_question: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error_code: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    error_message: Mapped[str | None] = mapped_column(Text, nullable=True)
+    cost_micro: Mapped[int] = mapped_column(BigInteger, default=0)
+    turn_count: Mapped[int] = mapped_column(Integer, default=0)
+    # Executor bookkeeping: which process is executing the run and until when it holds it.
+    lease_owner: Mapped[str | None] = mapped_column(String(80), nullable=True)
+    lease_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    opened_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class Turn(Base):
+    __tablename__ = "turns"
+    __table_args__ = (UniqueConstraint("run_id", "seq"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id"))
+    seq: Mapped[int] = mapped_column(Integer)
+    model_class: Mapped[str] = mapped_column(String(100))
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cost_micro: Mapped[int] = mapped_column(BigInteger, default=0)
+    request: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    response: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ToolCall(Base):
+    __tablename__ = "tool_calls"
+    __table_args__ = (Index("ix_tool_calls_run_id_seq", "run_id", "seq"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id"))
+    turn_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("turns.id"))
+    seq: Mapped[int] = mapped_column(Integer)  # order within the run
+    model_call_id: Mapped[str] = mapped_column(String(200))  # the provider's id for the call
+    name: Mapped[str] = mapped_column(String(100))
+    kind: Mapped[str] = mapped_column(String(16))  # builtin | hosted | ask
+    connection_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    patch_ref: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    interaction: Mapped[str] = mapped_column(String(16), default="auto")
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    args: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    risk: Mapped[str] = mapped_column(String(8), default="low")
+    reliability: Mapped[str] = mapped_column(String(16), default="idempotent")
+    cost_micro: Mapped[int] = mapped_column(BigInteger, default=0)
+    attempts: Mapped[list[Any]] = mapped_column(JSON, default=list)  # every HTTP attempt
+    outcome_state: Mapped[str | None] = mapped_column(String(10), nullable=True)
+    outcome_detail: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    outcome_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    fed_back: Mapped[bool] = mapped_column(Boolean, default=False)  # result given to the model
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

@@ -1,0 +1,84 @@
+"""The neutral chat format the run engine speaks, and the interface every model provider implements.
+
+The engine builds a list of `ChatMessage` from the thread and the run's trace, hands it to a
+provider with the agent's tools, and gets back one `ModelResponse` per model turn. Providers
+translate to and from their wire format (OpenAI Chat Completions, Anthropic Messages, or the
+built-in `scripted` model) and never touch the database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+# The engine offers this tool to every agent: calling it pauses the run in `awaiting_input`
+# with `question`; the user's next message becomes the tool result `{"answer": "..."}`.
+ASK_USER_TOOL = "ask_user"
+
+
+@dataclass(frozen=True)
+class ModelToolCall:
+    id: str  # provider's id for the call, echoed back in the tool result message
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ModelToolCall, ...] = ()  # assistant only
+    tool_call_id: str | None = None  # tool only: which call this result answers
+    name: str | None = None  # tool only: the tool's name
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema of the arguments object
+
+
+@dataclass(frozen=True)
+class ModelClass:
+    """A configured model class: which provider, which model, and its credit prices."""
+
+    name: str
+    provider: Literal["scripted", "openai", "anthropic"]
+    model: str = ""
+    base_url: str | None = None
+    api_key: str | None = None
+    input_price_per_1k: float = 0.0  # credits per 1,000 input tokens
+    output_price_per_1k: float = 0.0  # credits per 1,000 output tokens
+    max_tokens: int = 1024
+    timeout: float = 60.0
+    max_retries: int = 3
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    text: str | None
+    tool_calls: tuple[ModelToolCall, ...]
+    input_tokens: int
+    output_tokens: int
+    request: dict[str, Any]  # what was sent, as stored in the trace (no secrets)
+    response: dict[str, Any]  # what came back, as stored in the trace
+    stop_reason: str | None = None
+
+
+class ModelProviderError(Exception):
+    """The provider failed after its retries; the run ends `failed` with `model_error`."""
+
+    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+
+
+class ModelProvider(Protocol):
+    async def complete(
+        self, model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec]
+    ) -> ModelResponse: ...

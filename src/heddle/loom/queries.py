@@ -1,0 +1,106 @@
+"""Reads shared by the API service and the engine, always scoped to the caller."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import uuid
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from heddle.auth.context import AuthContext
+from heddle.errors import HeddleError
+from heddle.loom.models import Message, Run, Thread, ToolCall, Turn
+from heddle.workspaces.models import Connection
+
+
+def not_found(what: str) -> HeddleError:
+    return HeddleError("not_found", f"No {what} with that id is visible to this caller.")
+
+
+def parse_id(value: str, what: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise not_found(what) from None
+
+
+async def visible_thread(session: AsyncSession, auth: AuthContext, thread_id: str) -> Thread:
+    """The thread if it belongs to the caller's workspace and subject; 404 otherwise (no leak)."""
+    tid = parse_id(thread_id, "thread")
+    thread = await session.get(Thread, tid)
+    if thread is None or thread.workspace_id != auth.workspace_id or thread.subject != auth.subject:
+        raise not_found("thread")
+    return thread
+
+
+async def visible_run(session: AsyncSession, auth: AuthContext, run_id: str, *, for_update=False) -> Run:
+    """Relay without a subject sees every run of the workspace; otherwise only the subject's."""
+    rid = parse_id(run_id, "run")
+    query = select(Run).where(Run.id == rid)
+    if for_update:
+        query = query.with_for_update()
+    run = await session.scalar(query)
+    if run is None or run.workspace_id != auth.workspace_id:
+        raise not_found("run")
+    if auth.subject is not None and run.subject != auth.subject:
+        raise not_found("run")
+    return run
+
+
+async def latest_run(session: AsyncSession, thread_id: uuid.UUID) -> Run | None:
+    return await session.scalar(
+        select(Run).where(Run.thread_id == thread_id).order_by(Run.created_at.desc(), Run.id).limit(1))
+
+
+async def latest_assistant_message(session: AsyncSession, run_id: uuid.UUID) -> Message | None:
+    return await session.scalar(
+        select(Message).where(Message.run_id == run_id, Message.role == "assistant")
+        .order_by(Message.seq.desc()).limit(1))
+
+
+async def awaiting_tool_calls(session: AsyncSession, run_id: uuid.UUID) -> list[ToolCall]:
+    return list(await session.scalars(
+        select(ToolCall).where(ToolCall.run_id == run_id, ToolCall.status == "awaiting_outcome")
+        .order_by(ToolCall.seq)))
+
+
+async def connection_ref(session: AsyncSession, connection_id: uuid.UUID | None) -> dict[str, str] | None:
+    if connection_id is None:
+        return None
+    conn = await session.get(Connection, connection_id)
+    return {"id": str(conn.id), "name": conn.name} if conn else None
+
+
+async def turns_with_tool_calls(session: AsyncSession, run_id: uuid.UUID) -> list[tuple[Turn, list[ToolCall]]]:
+    turns = list(await session.scalars(select(Turn).where(Turn.run_id == run_id).order_by(Turn.seq)))
+    calls = list(await session.scalars(select(ToolCall).where(ToolCall.run_id == run_id).order_by(ToolCall.seq)))
+    by_turn: dict[uuid.UUID, list[ToolCall]] = {}
+    for tc in calls:
+        by_turn.setdefault(tc.turn_id, []).append(tc)
+    return [(t, by_turn.get(t.id, [])) for t in turns]
+
+
+async def next_message_seq(session: AsyncSession, thread_id: uuid.UUID) -> int:
+    last = await session.scalar(
+        select(Message.seq).where(Message.thread_id == thread_id).order_by(Message.seq.desc()).limit(1))
+    return (last or 0) + 1
+
+
+def encode_cursor(*parts: object) -> str:
+    raw = json.dumps([p.isoformat() if isinstance(p, dt.datetime) else str(p) for p in parts])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, n: int) -> list[str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        parts = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        if not isinstance(parts, list) or len(parts) != n or not all(isinstance(p, str) for p in parts):
+            raise ValueError
+        return parts
+    except (ValueError, json.JSONDecodeError, UnicodeDecodeError):
+        raise HeddleError("invalid_request", "`after` is not a cursor returned by this API.",
+                          details=[{"location": "query", "field": "after", "message": "invalid cursor"}]) from None

@@ -1,0 +1,27 @@
+"""Request bodies of the Loom endpoints."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+AgentId = Annotated[str, StringConstraints(pattern=r"^agent_[a-z0-9]{1,60}$")]
+
+
+class CreateThread(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agent: AgentId
+    subject_ref: Annotated[str, Field(min_length=1, max_length=288)] | None = None
+
+
+class PostMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    content: Annotated[str, Field(min_length=1, max_length=32_000)]
+
+
+class PostOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tool_call_id: Annotated[str, Field(min_length=1, max_length=64)]
+    state: Literal["occurred", "failed"]
+    detail: dict[str, Any] | None = None

@@ -1,0 +1,194 @@
+"""Loom operations behind the HTTP routes: threads, messages, runs, traces and outcomes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from heddle.auth.context import AuthContext
+from heddle.db.base import utcnow
+from heddle.errors import HeddleError
+from heddle.loom import queries as q
+from heddle.loom.agents import get_agent, has_unpinned_hosted_tools
+from heddle.loom.effects import Effects
+from heddle.loom.models import Message, Run, Thread, ToolCall
+from heddle.loom.serializers import message_dict, run_dict, thread_dict, turn_dict
+from heddle.loom.states import AWAITING_INPUT, AWAITING_OUTCOME, RUNNING, transition
+from heddle.observability.models import RequestLogEntry
+from heddle.timeutil import iso
+from heddle.workspaces.service import resolve_connection
+
+API_CALLS_CAP = 50
+
+
+async def render_run(session: AsyncSession, run: Run) -> dict[str, Any]:
+    awaiting = await q.awaiting_tool_calls(session, run.id) if run.state == AWAITING_OUTCOME else None
+    return run_dict(run, latest=await q.latest_assistant_message(session, run.id),
+                    connection=await q.connection_ref(session, run.connection_id), awaiting=awaiting)
+
+
+async def open_thread(session: AsyncSession, auth: AuthContext, agent_id: str) -> tuple[dict, bool]:
+    """The subject's thread with this agent, created on first use (201) or reused (200)."""
+    subject = auth.require_subject()
+    agent = await get_agent(session, auth.workspace_id, agent_id)
+    if agent is None:
+        raise HeddleError("agent_not_found", f"No agent {agent_id!r} in this workspace.")
+    query = select(Thread).where(Thread.workspace_id == auth.workspace_id, Thread.agent_id == agent.id,
+                                 Thread.subject == subject)
+    existing = await session.scalar(query)
+    if existing:
+        return thread_dict(existing), False
+    thread = Thread(id=uuid.uuid4(), workspace_id=auth.workspace_id, agent_id=agent.id, subject=subject)
+    try:
+        async with session.begin_nested():
+            session.add(thread)
+    except IntegrityError:  # a concurrent request created it first: reuse that one
+        return thread_dict(await session.scalar(query)), False
+    return thread_dict(thread), True
+
+
+async def list_threads(session: AsyncSession, auth: AuthContext, *, agent: str | None, limit: int,
+                       after: str | None) -> dict[str, Any]:
+    subject = auth.require_subject()
+    query = select(Thread).where(Thread.workspace_id == auth.workspace_id, Thread.subject == subject)
+    if agent:
+        query = query.where(Thread.agent_id == agent)
+    if after:
+        created, tid = q.decode_cursor(after, 2)
+        try:
+            created_at, tid_uuid = dt.datetime.fromisoformat(created), uuid.UUID(tid)
+        except ValueError:
+            raise q.decode_cursor("!", 2) from None
+        query = query.where(or_(Thread.created_at < created_at,
+                                and_(Thread.created_at == created_at, Thread.id < tid_uuid)))
+    rows = list(await session.scalars(query.order_by(Thread.created_at.desc(), Thread.id.desc()).limit(limit + 1)))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    cursor = q.encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
+    return {"items": [thread_dict(t) for t in rows], "next_cursor": cursor}
+
+
+async def list_messages(session: AsyncSession, auth: AuthContext, thread_id: str, *, limit: int,
+                        after: str | None) -> dict[str, Any]:
+    auth.require_subject()
+    thread = await q.visible_thread(session, auth, thread_id)
+    query = select(Message).where(Message.thread_id == thread.id)
+    if after:
+        (seq,) = q.decode_cursor(after, 1)
+        if not seq.isdigit():
+            q.decode_cursor("!", 1)
+        query = query.where(Message.seq > int(seq))
+    rows = list(await session.scalars(query.order_by(Message.seq).limit(limit + 1)))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return {"items": [message_dict(m) for m in rows],
+            "next_cursor": q.encode_cursor(rows[-1].seq) if more and rows else None}
+
+
+async def _resolve_run_connection(session: AsyncSession, auth: AuthContext, agent) -> uuid.UUID | None:
+    if auth.connection_ref:
+        conn = await resolve_connection(session, auth.workspace_id, auth.connection_ref)
+        if conn is None:
+            raise HeddleError("connection_not_found",
+                              f"No connection {auth.connection_ref!r} in this workspace.")
+        return conn.id
+    if has_unpinned_hosted_tools(agent):
+        how = "the `conn` claim of the session token" if auth.mode == "direct" else "the Service-Connection header"
+        raise HeddleError("connection_required", f"Agent {agent.id} has unpinned tools: name the "
+                          f"connection to call them on with {how}.")
+    return None
+
+
+async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str, content: str,
+                       effects: Effects) -> dict[str, Any]:
+    auth.require_subject()
+    thread = await q.visible_thread(session, auth, thread_id)
+    # Lock the thread row (PostgreSQL) so two messages cannot both start a run.
+    await session.execute(select(Thread.id).where(Thread.id == thread.id).with_for_update())
+    latest = await q.latest_run(session, thread.id)
+    seq = await q.next_message_seq(session, thread.id)
+    if latest is not None and latest.state in (RUNNING, AWAITING_OUTCOME):
+        raise HeddleError("run_active", f"Run {latest.id} is {latest.state}; wait for it (or post its "
+                          "outcome) before sending another message.", details={"run_id": str(latest.id)})
+    if latest is not None and latest.state == AWAITING_INPUT:
+        run = latest
+        message = Message(id=uuid.uuid4(), thread_id=thread.id, run_id=run.id, seq=seq, role="user", content=content)
+        session.add(message)
+        asked = await session.scalar(select(ToolCall).where(
+            ToolCall.run_id == run.id, ToolCall.kind == "ask", ToolCall.status == "pending"))
+        if asked is not None:
+            asked.status, asked.result = "succeeded", {"answer": content}
+        await transition(session, run, "answer", pending_question=None)
+        if auth.mode == "direct":
+            run.session_token, run.session_token_expires_at = auth.session_token, auth.session_token_expires_at
+    else:
+        agent = await get_agent(session, auth.workspace_id, thread.agent_id)
+        connection_id = await _resolve_run_connection(session, auth, agent)
+        now = utcnow()
+        run = Run(id=uuid.uuid4(), thread_id=thread.id, workspace_id=auth.workspace_id, agent_id=agent.id,
+                  subject=thread.subject, state=RUNNING, connection_id=connection_id, auth_mode=auth.mode,
+                  key_id=auth.key_id, session_token=auth.session_token,
+                  session_token_expires_at=auth.session_token_expires_at, opened_at=now, created_at=now,
+                  updated_at=now, cost_micro=0, turn_count=0)
+        session.add(run)
+        await session.flush()
+        message = Message(id=uuid.uuid4(), thread_id=thread.id, run_id=run.id, seq=seq, role="user", content=content)
+        session.add(message)
+    await session.flush()
+    run_data = await render_run(session, run)
+    effects.message_created(thread.id, message_dict(message))
+    effects.run_updated(thread.id, run_data)
+    effects.start(run.id)
+    return {"run_id": str(run.id), "message_id": str(message.id), "run": run_data}
+
+
+async def get_run(session: AsyncSession, auth: AuthContext, run_id: str) -> dict[str, Any]:
+    return await render_run(session, await q.visible_run(session, auth, run_id))
+
+
+async def get_trace(session: AsyncSession, auth: AuthContext, run_id: str) -> dict[str, Any]:
+    run = await q.visible_run(session, auth, run_id)
+    data = await render_run(session, run)
+    turns = await q.turns_with_tool_calls(session, run.id)
+    calls = list(await session.scalars(
+        select(RequestLogEntry).where(RequestLogEntry.run_id == run.id)
+        .order_by(RequestLogEntry.id.desc()).limit(API_CALLS_CAP)))
+    total = await session.scalar(select(func.count()).select_from(RequestLogEntry)
+                                 .where(RequestLogEntry.run_id == run.id))
+    data.update({
+        "opened_at": iso(run.opened_at), "closed_at": iso(run.closed_at),
+        "turns": [turn_dict(t, tcs) for t, tcs in turns],
+        "api_calls": [{"request_id": c.request_id, "method": c.method, "path": c.path, "status": c.status,
+                       "latency_ms": c.latency_ms, "auth_mode": c.auth_mode, "created_at": iso(c.created_at)}
+                      for c in calls],
+        "api_calls_total": int(total or 0),
+    })
+    return data
+
+
+async def post_outcome(session: AsyncSession, auth: AuthContext, run_id: str, tool_call_id: str, state: str,
+                       detail: dict[str, Any] | None, effects: Effects) -> dict[str, Any]:
+    run = await q.visible_run(session, auth, run_id, for_update=True)
+    tc_id = q.parse_id(tool_call_id, "tool call")
+    call = await session.scalar(select(ToolCall).where(ToolCall.id == tc_id, ToolCall.run_id == run.id))
+    if call is None:
+        raise q.not_found("tool call")
+    if call.outcome_state is not None:  # a retry: keep the first outcome
+        return await render_run(session, run)
+    if run.state != AWAITING_OUTCOME or call.status != "awaiting_outcome":
+        raise HeddleError("run_not_awaiting_outcome", f"Run {run.id} is {run.state}; tool call {call.id} "
+                          f"is {call.status}.", details={"run_state": run.state, "tool_call_status": call.status})
+    call.outcome_state, call.outcome_detail, call.outcome_at = state, detail or {}, utcnow()
+    call.status = "resolved"
+    await session.flush()
+    if not await q.awaiting_tool_calls(session, run.id):
+        await transition(session, run, "outcome")
+        effects.start(run.id)
+    data = await render_run(session, run)
+    effects.run_updated(run.thread_id, data)
+    return data

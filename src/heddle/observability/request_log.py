@@ -1,0 +1,120 @@
+"""The request log: every /v1 call (method, path, status, latency, workspace, key, run).
+
+Rows are queued by the HTTP middleware and written in small batches off the request path, so
+logging never adds a database write to a request's latency. A `Service-Run` header is only
+kept when that run belongs to the caller's workspace (checked per batch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+
+from heddle.db.base import Database, utcnow
+from heddle.loom.models import Run
+from heddle.observability.logging import get_logger
+from heddle.observability.metrics import Metrics
+from heddle.observability.models import RequestLogEntry
+
+log = get_logger(__name__)
+
+
+@dataclass
+class LoggedRequest:
+    request_id: str
+    method: str
+    path: str
+    status: int
+    latency_ms: float
+    workspace_id: str | None = None
+    key_id: str | None = None
+    auth_mode: str | None = None
+    run_id: uuid.UUID | None = None
+    run_verified: bool = False  # True when the server itself attributed the call (built-in tools)
+    created_at: object = field(default_factory=utcnow)
+
+
+class RequestLogWriter:
+    def __init__(self, db: Database, metrics: Metrics, *, max_queue: int = 10_000,
+                 batch_size: int = 200, interval: float = 0.05):
+        self._db = db
+        self._metrics = metrics
+        self._queue: asyncio.Queue[LoggedRequest] = asyncio.Queue(max_queue)
+        self._batch_size = batch_size
+        self._interval = interval
+        self._task: asyncio.Task | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def submit(self, row: LoggedRequest) -> None:
+        try:
+            self._queue.put_nowait(row)
+            self._idle.clear()
+        except asyncio.QueueFull:
+            self._metrics.request_log_dropped.inc()
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="request-log-writer")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        await self._drain()
+
+    async def flush(self) -> None:
+        """Wait until everything queued so far is written (tests, shutdown)."""
+        while not self._queue.empty():
+            await asyncio.sleep(self._interval / 2)
+        await self._idle.wait()
+
+    async def _run(self) -> None:
+        while True:
+            first = await self._queue.get()
+            await asyncio.sleep(self._interval)
+            await self._write([first, *self._take(self._batch_size - 1)])
+            if self._queue.empty():
+                self._idle.set()
+
+    def _take(self, n: int) -> list[LoggedRequest]:
+        rows = []
+        while len(rows) < n and not self._queue.empty():
+            rows.append(self._queue.get_nowait())
+        return rows
+
+    async def _drain(self) -> None:
+        while not self._queue.empty():
+            await self._write(self._take(self._batch_size))
+        self._idle.set()
+
+    async def _write(self, rows: list[LoggedRequest]) -> None:
+        if not rows:
+            return
+        try:
+            async with self._db.transaction() as session:
+                claimed = {r.run_id for r in rows if r.run_id and not r.run_verified}
+                owners: dict[uuid.UUID, str] = {}
+                if claimed:
+                    result = await session.execute(
+                        select(Run.id, Run.workspace_id).where(Run.id.in_(claimed))
+                    )
+                    owners = dict(result.all())
+                for r in rows:
+                    run_id = r.run_id
+                    if run_id and not r.run_verified and owners.get(run_id) != r.workspace_id:
+                        run_id = None  # not this workspace's run: never attribute
+                    session.add(RequestLogEntry(
+                        request_id=r.request_id, method=r.method, path=r.path[:500],
+                        status=r.status, latency_ms=round(r.latency_ms, 3),
+                        workspace_id=r.workspace_id, key_id=r.key_id, auth_mode=r.auth_mode,
+                        run_id=run_id, created_at=r.created_at,
+                    ))
+        except Exception:  # never let logging take the service down
+            self._metrics.request_log_dropped.inc(len(rows))
+            log.exception("request_log_write_failed", rows=len(rows))

@@ -1,0 +1,85 @@
+"""One object per process holding what the request handlers and the run engine share.
+
+Built by `create_app` and started/stopped by the app's lifespan; handlers reach it through
+`heddle.api.deps.services(request)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from heddle.config import Settings
+from heddle.db.base import Database
+from heddle.db.migrate import upgrade
+from heddle.observability.logging import get_logger
+from heddle.observability.metrics import Metrics
+from heddle.observability.request_log import RequestLogWriter
+
+log = get_logger(__name__)
+
+
+class Services:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.metrics = Metrics()
+        self.db: Database | None = None
+        self.request_log: RequestLogWriter | None = None
+        self.started = False
+        self.registry = None  # model classes (heddle.loom.providers.registry)
+        self.engine = None
+        self.executor = None
+        self.events = None  # realtime publisher (EventSink) or None
+        self.direct_auth = None  # async (request, token) -> AuthContext
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def database(self) -> Database:
+        if self.db is None:
+            raise RuntimeError("services not started")
+        return self.db
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.db = Database(self.settings.database_url)
+        if self.settings.migrate_on_start:
+            await upgrade(self.settings.database_url, engine=self.db.engine)
+        self.request_log = RequestLogWriter(self.db, self.metrics)
+        await self.request_log.start()
+        await self._start_loom()
+        self.started = True
+        log.info("heddle_started", database=self.db.engine.url.render_as_string(hide_password=True))
+
+    async def _start_loom(self) -> None:
+        from heddle.loom.engine import RunEngine
+        from heddle.loom.executor import InProcessExecutor
+        from heddle.loom.providers.registry import ModelRegistry
+        from heddle.loom.tool_runner import DefaultToolRunner
+
+        self.registry = ModelRegistry.from_json(self.settings.model_classes)
+        self.engine = RunEngine(self.db, self.settings, self.registry, DefaultToolRunner(self),
+                                lambda: self.events, self.metrics)
+        self.executor = InProcessExecutor(self.db, self.engine, self.metrics,
+                                          concurrency=self.settings.run_concurrency,
+                                          reclaim_all_on_start=self.db.is_sqlite)
+        await self.executor.start()
+
+    async def stop(self) -> None:
+        if self.executor:
+            await self.executor.stop()
+        if self.registry:
+            await self.registry.aclose()
+        if self.request_log:
+            await self.request_log.stop()
+        if self.db:
+            await self.db.dispose()
+        self.started = False
+
+    @asynccontextmanager
+    async def lifespan(self, app: FastAPI):
+        await self.start()
+        try:
+            yield
+        finally:
+            await self.stop()

@@ -1,0 +1,69 @@
+"""A real Heddle server on a loopback port, in a background thread, for HTTP tests."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import httpx
+import uvicorn
+
+from heddle.app import create_app
+from heddle.config import Settings
+
+T = TypeVar("T")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServer:
+    """Starts `create_app(settings)` under uvicorn; `call()` runs a coroutine on its loop."""
+
+    def __init__(self, **settings: Any):
+        self.port = _free_port()
+        settings.setdefault("log_level", "WARNING")
+        settings.setdefault("outbound_allow_private", True)
+        self.settings = Settings(host="127.0.0.1", port=self.port, **settings)
+        self.app = create_app(self.settings)
+        self.services = self.app.state.services
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
+                                ws="websockets-sansio", lifespan="on", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.base_url = f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.server.started:
+                return self
+            if not self.thread.is_alive():
+                raise RuntimeError("server thread died during start-up")
+            time.sleep(0.02)
+        raise RuntimeError("server did not start in 30 s")
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        """Run a coroutine on the server's own event loop (its DB engine lives there)."""
+        loop = self.services.loop
+        assert loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+
+    def flush_request_log(self) -> None:
+        self.call(self.services.request_log.flush())
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, timeout=10, **kwargs)
