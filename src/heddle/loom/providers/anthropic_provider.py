@@ -1,0 +1,190 @@
+"""Anthropic's Messages API, through the official `anthropic` SDK (its own retries off).
+
+Conversion from the neutral chat format:
+- every `system` message goes into the separate `system` prompt (joined by blank lines);
+- assistant tool calls become `tool_use` blocks; tool results become `tool_result` blocks in a
+  user message, and consecutive messages of the same role are merged into one, because the API
+  wants strictly alternating roles with all results of a turn in a single user message;
+- empty texts are dropped (the API refuses empty text blocks).
+The reply's text blocks are joined by newlines; `tool_use` blocks become tool calls. Usage
+counts cache reads and writes as input tokens, since they are input the model consumed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from heddle.loom.providers.base import (
+    ChatMessage,
+    ModelClass,
+    ModelProviderError,
+    ModelResponse,
+    ModelToolCall,
+    ToolSpec,
+)
+from heddle.loom.providers.retry import RetryPolicy, call_with_retries
+from heddle.loom.providers.sdk_errors import SdkErrorTypes, make_classifier, response_body
+from heddle.loom.providers.tokens import input_tokens, output_tokens
+
+ANTHROPIC_ERRORS = SdkErrorTypes(
+    status=anthropic.APIStatusError,
+    timeout=anthropic.APITimeoutError,
+    connection=anthropic.APIConnectionError,
+    base=anthropic.AnthropicError,
+)
+
+_INPUT_USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+class AnthropicProvider:
+    """One SDK client for one model class's endpoint; `complete` may be called concurrently."""
+
+    label = "anthropic"
+
+    def __init__(self, model_class: ModelClass, *, client: anthropic.AsyncAnthropic | None = None):
+        if client is None and not model_class.api_key:
+            raise ValueError(f"model class {model_class.name!r}: the anthropic provider needs an API key")
+        self._client = client or anthropic.AsyncAnthropic(
+            base_url=model_class.base_url,
+            api_key=model_class.api_key,
+            timeout=model_class.timeout,
+            max_retries=0,
+        )
+        self._classify = make_classifier(
+            ANTHROPIC_ERRORS, secrets=(model_class.api_key,), timeout=model_class.timeout
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def complete(
+        self, model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec]
+    ) -> ModelResponse:
+        payload = build_request(model_class, messages, tools)
+        reply, failures = await call_with_retries(
+            lambda: self._client.messages.create(**payload),
+            policy=RetryPolicy.for_model_class(model_class),
+            classify=self._classify,
+            label=f"{self.label} ({model_class.name})",
+        )
+        body = response_body(reply, f"{self.label} ({model_class.name})")
+        if failures:
+            body["heddle_retries"] = failures
+        return parse_response(body, payload, model_class.name, messages, tools)
+
+
+def build_request(
+    model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec]
+) -> dict[str, Any]:
+    """The Messages API body for this turn; it is also what the trace stores as `request`."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
+    turns: list[dict[str, Any]] = []
+    for index, message in enumerate(messages):
+        if message.role == "system":
+            continue
+        role, blocks = _blocks(index, message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    payload: dict[str, Any] = {
+        "model": model_class.model,
+        "max_tokens": model_class.max_tokens,
+        "messages": turns,
+    }
+    if system:
+        payload["system"] = system
+    if "temperature" in model_class.options:
+        payload["temperature"] = model_class.options["temperature"]
+    if tools:
+        payload["tools"] = [
+            {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+            for tool in tools
+        ]
+    return payload
+
+
+def _blocks(index: int, message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
+    text = [{"type": "text", "text": message.content}] if message.content else []
+    if message.role == "user":
+        return "user", text
+    if message.role == "assistant":
+        uses = [
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+            for call in message.tool_calls
+        ]
+        return "assistant", text + uses
+    if message.role == "tool":
+        if not message.tool_call_id:
+            raise ValueError(f"messages[{index}]: a tool message needs tool_call_id")
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+        if message.content:
+            result["content"] = message.content
+        return "user", [result]
+    raise ValueError(f"messages[{index}]: unknown role {message.role!r}")
+
+
+def parse_response(
+    body: dict[str, Any],
+    request: dict[str, Any],
+    class_name: str,
+    messages: list[ChatMessage],
+    tools: list[ToolSpec],
+) -> ModelResponse:
+    label = f"anthropic ({class_name})"
+    content = body.get("content")
+    if not isinstance(content, list):
+        raise ModelProviderError(f"{label}: the response has no content list")
+    texts: list[str] = []
+    calls: list[ModelToolCall] = []
+    for index, block in enumerate(content):
+        if not isinstance(block, dict):
+            raise ModelProviderError(f"{label}: content[{index}] is not an object")
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            if block["text"]:
+                texts.append(block["text"])
+        elif block.get("type") == "tool_use":
+            calls.append(_tool_use(label, index, block))
+    text = "\n".join(texts) if texts else None
+    tool_calls = tuple(calls)
+
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    counted_input = [_count(usage.get(key)) for key in _INPUT_USAGE_KEYS]
+    prompt = sum(n for n in counted_input if n is not None) if counted_input[0] is not None else None
+    completion = _count(usage.get("output_tokens"))
+    if prompt is None or completion is None:
+        prompt = input_tokens(messages, tools) if prompt is None else prompt
+        completion = output_tokens(text, tool_calls) if completion is None else completion
+        body["heddle_usage_estimated"] = True
+    stop_reason = body.get("stop_reason")
+    return ModelResponse(
+        text=text,
+        tool_calls=tool_calls,
+        input_tokens=prompt,
+        output_tokens=completion,
+        request=request,
+        response=body,
+        stop_reason=stop_reason if isinstance(stop_reason, str) else None,
+    )
+
+
+def _tool_use(label: str, index: int, block: dict[str, Any]) -> ModelToolCall:
+    call_id, name, arguments = block.get("id"), block.get("name"), block.get("input")
+    if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
+        raise ModelProviderError(f"{label}: content[{index}] is a tool_use without id or name")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise ModelProviderError(f"{label}: the input for tool {name!r} is not a JSON object")
+    return ModelToolCall(id=call_id, name=name, arguments=arguments)
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value

@@ -1,0 +1,141 @@
+"""Shared pieces of the fake model APIs: a uvicorn server on a loopback port in a background
+thread, and a thread-safe script of what the next requests should get (a reply, an HTTP
+failure, a slow answer or a malformed body)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the fake model answers. `arguments_raw` overrides the JSON of every tool call."""
+
+    text: str | None = None
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    arguments_raw: str | None = None
+    omit_usage: bool = False
+
+
+@dataclass(frozen=True)
+class Failure:
+    status: int
+    message: str = "failure injected by the test"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Slow:
+    """Wait this long before handling the request normally (the client may time out first)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class RawBody:
+    status: int
+    body: bytes
+    content_type: str
+
+
+@dataclass
+class Recorded:
+    headers: dict[str, str]
+    body: Any
+
+
+class Script:
+    """Behaviours for the next requests, consumed in order; requests are recorded as they come."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[Reply | Failure | Slow | RawBody] = deque()
+        self._requests: list[Recorded] = []
+
+    def push(self, *behaviours: Reply | Failure | Slow | RawBody) -> None:
+        with self._lock:
+            self._queue.extend(behaviours)
+
+    def pop(self) -> Reply | Failure | Slow | RawBody | None:
+        with self._lock:
+            return self._queue.popleft() if self._queue else None
+
+    def record(self, request: Recorded) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    @property
+    def requests(self) -> list[Recorded]:
+        with self._lock:
+            return list(self._requests)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self._requests.clear()
+
+
+async def read_json(request: Request, script: Script) -> tuple[Any, Reply | Failure | RawBody | None]:
+    """Record the request, then play the script up to the first non-`Slow` behaviour."""
+    raw = await request.body()
+    try:
+        body: Any = json.loads(raw)
+    except ValueError:
+        body = None
+    script.record(Recorded(headers=dict(request.headers), body=body))
+    behaviour = script.pop()
+    while isinstance(behaviour, Slow):
+        await asyncio.sleep(behaviour.seconds)
+        behaviour = script.pop()
+    return body, behaviour
+
+
+def raw_response(behaviour: RawBody) -> Response:
+    return Response(behaviour.body, status_code=behaviour.status, media_type=behaviour.content_type)
+
+
+def error_response(status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(payload, status_code=status, headers=headers)
+
+
+def words(text: str | None) -> int:
+    return len(text.split()) if text else 0
+
+
+class ServerThread:
+    """Serve an ASGI app with uvicorn on 127.0.0.1:`port` until `stop()`."""
+
+    def __init__(self, app: Any, port: int):
+        self.port = port
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
+            timeout_graceful_shutdown=1,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the fake server did not start")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=5)
