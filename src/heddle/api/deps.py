@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from fastapi import Request
+from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.auth.context import AuthContext, validate_subject
@@ -18,7 +18,14 @@ def services(request: Request) -> Services:
 
 
 async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
+    """For handlers that only read."""
     async with services(request).database().session() as session:
+        yield session
+
+
+async def db_write_session(request: Request) -> AsyncIterator[AsyncSession]:
+    """For handlers that write; they commit before publishing effects."""
+    async with services(request).database().write_session() as session:
         yield session
 
 
@@ -52,25 +59,37 @@ def _publish(request: Request, ctx: AuthContext) -> AuthContext:
     return ctx
 
 
-async def _relay(request: Request, bearer: str) -> AuthContext:
+async def _relay(request: Request, bearer: str, session: AsyncSession) -> AuthContext:
     if request.headers.get("origin"):
         raise HeddleError("secret_key_in_browser", "A workspace secret must never be used from a "
                           "browser: mint a short-lived session token on your backend instead.")
-    async with services(request).database().session() as session:
-        return await authenticate_secret(session, bearer)
+    return await authenticate_secret(session, bearer)
 
 
-async def workspace_key_auth(request: Request) -> AuthContext:
+async def workspace_key_auth(request: Request, session: AsyncSession = Depends(db_session)) -> AuthContext:
     """Identify and other workspace-key-only endpoints."""
     bearer = _bearer(request)
     if looks_like_jwt(bearer):
         raise HeddleError("unauthorized", "This endpoint accepts only a workspace API key "
                           "(Bearer sk_…), not a session token.")
-    return _publish(request, await _relay(request, bearer))
+    return _publish(request, await _relay(request, bearer, session))
 
 
-async def loom_auth(request: Request) -> AuthContext:
-    """Loom: a session token (direct) or a workspace secret with relay headers."""
+async def loom_auth(request: Request, session: AsyncSession = Depends(db_session)) -> AuthContext:
+    """Loom reads: a session token (direct) or a workspace secret with relay headers.
+
+    Authentication runs in the handler's own session (FastAPI gives both the same one), so a
+    request opens one database session, not two.
+    """
+    return await _loom(request, session)
+
+
+async def loom_auth_for_write(request: Request, session: AsyncSession = Depends(db_write_session)) -> AuthContext:
+    """Loom writes: as `loom_auth`, inside the handler's write transaction."""
+    return await _loom(request, session)
+
+
+async def _loom(request: Request, session: AsyncSession) -> AuthContext:
     bearer = _bearer(request)
     subject_header = request.headers.get("service-subject")
     connection_header = request.headers.get("service-connection")
@@ -79,9 +98,9 @@ async def loom_auth(request: Request) -> AuthContext:
             raise HeddleError("subject_header_with_token", "Service-Subject must not be sent with a "
                               "session token: the token's `sub` is the subject.")
         authenticate_direct = services(request).direct_auth
-        ctx = await authenticate_direct(request, bearer)
+        ctx = await authenticate_direct(request, bearer, session)
         return _publish(request, ctx)
-    ctx = await _relay(request, bearer)
+    ctx = await _relay(request, bearer, session)
     subject = validate_subject(subject_header.strip()) if subject_header is not None else None
     connection = connection_header.strip() if connection_header else None
     if connection is not None and not (0 < len(connection) <= 100):

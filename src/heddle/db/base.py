@@ -73,10 +73,12 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
             cur.close()
 
         @event.listens_for(engine.sync_engine, "begin")
-        def _sqlite_begin_immediate(conn):  # pragma: no cover - trivial
-            # Take the write lock at BEGIN so read-then-write transactions never deadlock
-            # into SQLITE_BUSY on upgrade; SQLite serialises writers anyway.
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        def _sqlite_begin(conn):  # pragma: no cover - trivial
+            # Write transactions take the write lock at BEGIN, so a read-then-write never fails
+            # with SQLITE_BUSY on lock upgrade (SQLite serialises writers anyway). Reads begin
+            # deferred and never wait for a writer (WAL).
+            immediate = conn.get_execution_options().get("sqlite_write", False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
         return engine
     kwargs.setdefault("pool_size", 10)
@@ -92,6 +94,8 @@ class Database:
         self.url = url
         self.engine = create_engine(url)
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.write_sessionmaker = async_sessionmaker(
+            self.engine.execution_options(sqlite_write=True), expire_on_commit=False)
 
     @property
     def is_sqlite(self) -> bool:
@@ -99,13 +103,20 @@ class Database:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
+        """A session for reads (on SQLite its transactions begin deferred)."""
         async with self.sessionmaker() as session:
             yield session
 
     @asynccontextmanager
+    async def write_session(self) -> AsyncIterator[AsyncSession]:
+        """A session that will write; the caller commits (SQLite: BEGIN IMMEDIATE)."""
+        async with self.write_sessionmaker() as session:
+            yield session
+
+    @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
-        """A session inside one transaction: committed on exit, rolled back on error."""
-        async with self.sessionmaker() as session, session.begin():
+        """A write session inside one transaction: committed on exit, rolled back on error."""
+        async with self.write_sessionmaker() as session, session.begin():
             yield session
 
     async def dispose(self) -> None:

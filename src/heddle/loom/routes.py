@@ -7,7 +7,7 @@ from dataclasses import replace
 from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from heddle.api.deps import db_session, loom_auth, services
+from heddle.api.deps import db_session, db_write_session, loom_auth, loom_auth_for_write, services
 from heddle.api.envelope import error_responses, ok
 from heddle.auth.context import AuthContext, validate_subject
 from heddle.loom import service
@@ -29,8 +29,8 @@ async def _commit_and_apply(request: Request, session: AsyncSession, auth: AuthC
 @router.post("/threads", status_code=201, summary="Open (or reuse) the subject's thread with an agent",
              responses={200: {"description": "The subject's existing thread for that agent"},
                         **error_responses(*AUTH_ERRORS, "subject_required", "agent_not_found")})
-async def create_thread(body: CreateThread, request: Request, auth: AuthContext = Depends(loom_auth),
-                        session: AsyncSession = Depends(db_session)):
+async def create_thread(body: CreateThread, request: Request, auth: AuthContext = Depends(loom_auth_for_write),
+                        session: AsyncSession = Depends(db_write_session)):
     # The Service-Subject header (relay) or the token's `sub` (direct) wins over subject_ref.
     if body.subject_ref and auth.mode == "relay" and auth.subject is None:
         auth = replace(auth, subject=validate_subject(body.subject_ref))
@@ -51,8 +51,8 @@ async def list_threads(agent: str | None = Query(None, max_length=80), limit: in
              summary="Post a user message: starts a run, or answers the run awaiting input",
              responses=error_responses(*AUTH_ERRORS, "subject_required", "not_found", "run_active",
                                        "connection_required", "connection_not_found"))
-async def post_message(thread_id: str, body: PostMessage, request: Request, auth: AuthContext = Depends(loom_auth),
-                       session: AsyncSession = Depends(db_session)):
+async def post_message(thread_id: str, body: PostMessage, request: Request, auth: AuthContext = Depends(loom_auth_for_write),
+                       session: AsyncSession = Depends(db_write_session)):
     effects = Effects()
     data = await service.post_message(session, auth, thread_id, body.content, effects)
     await _commit_and_apply(request, session, auth, effects)
@@ -80,8 +80,8 @@ async def get_trace(run_id: str, auth: AuthContext = Depends(loom_auth), session
 
 @router.post("/runs/{run_id}/outcome", summary="Confirm the outcome of a tool call the run awaits",
              responses=error_responses(*AUTH_ERRORS, "not_found", "run_not_awaiting_outcome"))
-async def post_outcome(run_id: str, body: PostOutcome, request: Request, auth: AuthContext = Depends(loom_auth),
-                       session: AsyncSession = Depends(db_session)):
+async def post_outcome(run_id: str, body: PostOutcome, request: Request, auth: AuthContext = Depends(loom_auth_for_write),
+                       session: AsyncSession = Depends(db_write_session)):
     effects = Effects()
     data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)
     await _commit_and_apply(request, session, auth, effects)

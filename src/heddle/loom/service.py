@@ -108,8 +108,9 @@ async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str,
                        effects: Effects) -> dict[str, Any]:
     auth.require_subject()
     thread = await q.visible_thread(session, auth, thread_id)
-    # Lock the thread row (PostgreSQL) so two messages cannot both start a run.
-    await session.execute(select(Thread.id).where(Thread.id == thread.id).with_for_update())
+    if session.bind.dialect.name != "sqlite":  # SQLite's BEGIN IMMEDIATE already serialises this
+        # Lock the thread row so two concurrent messages cannot both start a run.
+        await session.execute(select(Thread.id).where(Thread.id == thread.id).with_for_update())
     latest = await q.latest_run(session, thread.id)
     seq = await q.next_message_seq(session, thread.id)
     if latest is not None and latest.state in (RUNNING, AWAITING_OUTCOME):
@@ -140,7 +141,10 @@ async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str,
         message = Message(id=uuid.uuid4(), thread_id=thread.id, run_id=run.id, seq=seq, role="user", content=content)
         session.add(message)
     await session.flush()
-    run_data = await render_run(session, run)
+    if run.turn_count == 0 and run.connection_id is None:  # a new run: nothing more to read
+        run_data = run_dict(run, latest=None, connection=None)
+    else:
+        run_data = await render_run(session, run)
     effects.message_created(thread.id, message_dict(message))
     effects.run_updated(thread.id, run_data)
     effects.start(run.id)

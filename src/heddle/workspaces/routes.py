@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from heddle.api.deps import db_session, workspace_key_auth
+from heddle.api.deps import workspace_key_auth
 from heddle.api.envelope import error_responses, ok
 from heddle.auth.context import AuthContext
-from heddle.billing.service import balance_micro
 from heddle.money import to_credits
 
 router = APIRouter(prefix="/v1", tags=["workspace"])
@@ -16,11 +14,10 @@ router = APIRouter(prefix="/v1", tags=["workspace"])
 
 @router.get("/workspace", summary="The calling workspace and key",
             responses=error_responses("unauthorized", "secret_key_in_browser"))
-async def current_workspace(auth: AuthContext = Depends(workspace_key_auth),
-                            session: AsyncSession = Depends(db_session)):
+async def current_workspace(auth: AuthContext = Depends(workspace_key_auth)):
     return ok({
         "id": auth.workspace_id, "name": auth.workspace.name,
-        "balance_credits": to_credits(await balance_micro(session, auth.workspace_id)),
+        "balance_credits": to_credits(auth.workspace.balance_micro),
         "key": {"id": auth.key_id, "mode": auth.key_mode},
         "realtime": auth.workspace.realtime_enabled,
     })
