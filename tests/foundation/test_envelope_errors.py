@@ -140,3 +140,12 @@ def test_request_log_records_v1_calls(server, http, tenant):
     assert (row.method, row.path, row.status, row.key_id, row.auth_mode) == (
         "GET", "/v1/workspace", 200, tenant.key_id, "relay")
     assert row.latency_ms >= 0
+
+
+def test_errors_doc_is_generated_from_the_table():
+    from pathlib import Path
+
+    from heddle.api.openapi import errors_document
+
+    doc = Path(__file__).parents[2] / "docs" / "errors.md"
+    assert doc.read_text() == errors_document(), "regenerate docs/errors.md from heddle.api.openapi.errors_document()"

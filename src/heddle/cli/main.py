@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from heddle.cli.control import agent_app, connection_app, credits_app, key_app, workspace_app
+from heddle.cli.demo import demo
 from heddle.cli.output import DatabaseUrl, JsonFlag, emit, run_db
 
 app = typer.Typer(help="Heddle: Identify and Loom, self-hosted.", no_args_is_help=True,
@@ -14,6 +15,7 @@ app.add_typer(key_app, name="key")
 app.add_typer(connection_app, name="connection")
 app.add_typer(agent_app, name="agent")
 app.add_typer(credits_app, name="credits")
+app.command("demo")(demo)
 
 
 @app.command()

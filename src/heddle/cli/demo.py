@@ -1,0 +1,64 @@
+"""`heddle demo`: seed a workspace, key, connection and agent, and print how to call them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, run_db
+from heddle.loom import agents as agent_service
+from heddle.loom.agent_file import AgentFile
+from heddle.workspaces import service as ws_service
+
+DEMO_TOOLHOST = "http://127.0.0.1:8081"
+
+DEMO_AGENT: dict[str, Any] = {
+    "name": "Demo payments helper",
+    "model_class": "scripted",
+    "instructions": "You help customers check where their money goes and send transfers.",
+    "tools": [
+        {"builtin": "identify"},
+        {"name": "get_balance", "description": "Read the customer's balance", "connection": "demo-tools",
+         "path": "/tools/get_balance", "parameters": {"type": "object", "properties": {}},
+         "risk": "low", "interaction": "auto", "reliability": "idempotent"},
+        {"name": "send_transfer", "description": "Send money to a beneficiary", "connection": "demo-tools",
+         "path": "/tools/send_transfer", "risk": "high", "interaction": "confirm", "reliability": "at_most_once",
+         "parameters": {"type": "object", "properties": {"amount": {"type": "number"},
+                                                         "to": {"type": "string"}}, "required": ["amount"]}},
+    ],
+}
+
+
+def demo(toolhost_url: str = typer.Option(DEMO_TOOLHOST, "--toolhost-url",
+                                          help="Where the example tool host listens."),
+         database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+    """Seed a demo workspace (1,000 credits), key, tool-host connection and agent."""
+    async def work(s):
+        ws = await ws_service.create_workspace(s, "Demo", 1000)
+        key, secret = await ws_service.create_key(s, ws.id, "live")
+        await ws_service.create_connection(s, ws.id, "demo-tools", toolhost_url)
+        agent = await agent_service.create_agent(s, ws.id, AgentFile.model_validate(DEMO_AGENT), ["scripted"])
+        return {"workspace_id": ws.id, "key_id": key.id, "secret": secret, "agent_id": agent.id,
+                "request_secret": ws.request_secret, "toolhost_url": toolhost_url}
+
+    data = run_db(database_url, work)
+    emit(data, as_json, _explain)
+
+
+def _explain(d: dict[str, Any]) -> None:
+    h = f'-H "Authorization: Bearer {d["secret"]}" -H "Service-Subject: web:demo" -H "Content-Type: application/json"'
+    console.print(f"""[bold]Demo workspace {d['workspace_id']}[/bold] (1,000 credits)
+Secret key (keep it on your server): {d['secret']}
+Agent: {d['agent_id']} (scripted model; tools: identify, get_balance, send_transfer)
+
+1. Start Heddle (another terminal):  heddle serve --dev
+2. Optional, for the hosted tools, start the example tool host:
+   HEDDLE_REQUEST_SECRET={d['request_secret']} python -m examples.toolhost   (listens on {d['toolhost_url']})
+   (relay runs mint a subject token first: see examples/toolhost/README.md for the mint URL)
+3. Talk to the agent:
+   curl -s localhost:8080/v1/loom/threads {h} -d '{{"agent": "{d['agent_id']}"}}'
+   curl -s localhost:8080/v1/loom/threads/THREAD_ID/messages {h} -d '{{"content": "Where does DEUTDEFF go?"}}'
+   curl -s localhost:8080/v1/loom/runs/RUN_ID/trace {h}
+   Try also: "ask: Which account?", "call: get_balance {{}}", "call: send_transfer {{\\"amount\\": 10}}"
+""", highlight=False)
