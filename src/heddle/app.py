@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from heddle import API_VERSION
+from heddle.api.cors import CorsMiddleware
 from heddle.api.errors import install_error_handlers
 from heddle.api.middleware import RequestContextMiddleware
 from heddle.api.openapi import install_openapi
@@ -14,6 +15,7 @@ from heddle.observability.logging import configure_logging
 from heddle.loom.routes import router as loom_router
 from heddle.services import Services
 from heddle.workspaces.routes import router as workspace_router
+from heddle.workspaces.service import origin_allowed_anywhere
 
 DESCRIPTION = """\
 Heddle has two products behind one JSON API under `/v1`:
@@ -40,6 +42,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes,
                        metrics=svc.metrics, request_log=lambda: svc.request_log)
+    async def origin_allowed(origin: str) -> bool:
+        async with svc.database().session() as session:
+            return await origin_allowed_anywhere(session, origin)
+
+    app.add_middleware(CorsMiddleware, origin_allowed=origin_allowed)
     app.include_router(system_router)
     app.include_router(workspace_router)
     app.include_router(loom_router)

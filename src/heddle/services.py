@@ -32,7 +32,9 @@ class Services:
         self.engine = None
         self.executor = None
         self.events = None  # realtime publisher (EventSink) or None
-        self.direct_auth = None  # async (request, token) -> AuthContext
+        self.direct_auth = None  # async (request, token, session) -> AuthContext
+        self.outbound = None  # httpx.AsyncClient, SSRF-guarded
+        self.jwks = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
     def database(self) -> Database:
@@ -47,9 +49,24 @@ class Services:
             await upgrade(self.settings.database_url, engine=self.db.engine)
         self.request_log = RequestLogWriter(self.db, self.metrics)
         await self.request_log.start()
+        self._start_outbound()
         await self._start_loom()
         self.started = True
         log.info("heddle_started", database=self.db.engine.url.render_as_string(hide_password=True))
+
+    def _start_outbound(self) -> None:
+        """The SSRF-guarded HTTP client for tool hosts, mint URLs and JWKS URIs; direct auth."""
+        from heddle.auth.direct import DirectAuthenticator
+        from heddle.auth.jwks import JwksCache
+        from heddle.auth.session_tokens import SessionTokenVerifier
+        from heddle.outbound.safe_http import build_outbound_client
+
+        s = self.settings
+        self.outbound = build_outbound_client(
+            allow_private=s.allow_private_outbound, connect_timeout=s.outbound_connect_timeout,
+            timeout=s.outbound_timeout, max_response_bytes=s.outbound_max_response_bytes)
+        self.jwks = JwksCache(self.outbound, ttl=s.jwks_cache_ttl, min_refresh_interval=s.jwks_refresh_min_interval)
+        self.direct_auth = DirectAuthenticator(self.db, SessionTokenVerifier(None, self.jwks))
 
     async def _start_loom(self) -> None:
         from heddle.loom.engine import RunEngine
@@ -70,6 +87,9 @@ class Services:
             await self.executor.stop()
         if self.registry:
             await self.registry.aclose()
+        if self.outbound is not None:
+            await self.jwks.aclose()
+            await self.outbound.aclose()
         if self.request_log:
             await self.request_log.stop()
         if self.db:

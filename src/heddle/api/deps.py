@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.auth.context import AuthContext, validate_subject
 from heddle.auth.relay import authenticate_secret
+from heddle.auth.session_tokens import looks_like_jwt
 from heddle.errors import HeddleError
 from heddle.services import Services
 
@@ -40,14 +41,6 @@ def _bearer(request: Request) -> str:
     if len(value) > 8192:
         raise HeddleError("unauthorized", "The bearer credential is too long.")
     return value
-
-
-def looks_like_jwt(value: str) -> bool:
-    try:
-        from heddle.auth.session_tokens import looks_like_jwt as check
-    except ImportError:  # TEMP until direct mode lands
-        return value.count(".") == 2 and not value.startswith("sk_")
-    return check(value)
 
 
 def _publish(request: Request, ctx: AuthContext) -> AuthContext:

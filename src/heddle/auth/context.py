@@ -24,6 +24,7 @@ class WorkspaceInfo:
     realtime_enabled: bool
     request_secret: str
     mint_url: str | None
+    balance_micro: int = 0  # as read at authentication; billing re-checks atomically
 
 
 @dataclass(frozen=True)

@@ -186,3 +186,30 @@ def credits_grant(workspace: str = typer.Argument(...), amount: float = typer.Ar
 def credits_show(workspace: str = typer.Argument(...), database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     emit(_guard(as_json, lambda: run_db(database_url, lambda s: _credits_view(s, workspace))), as_json,
          _ledger_table)
+
+
+@key_app.command("generate-jwk")
+def key_generate_jwk(
+    alg: str = typer.Option("ES256", "--alg", help="RS256/384/512, ES256/384/512 or PS256/384/512."),
+    kid: str | None = typer.Option(None, "--kid", help="Key id (default: generated)."),
+    out: Path = typer.Option(Path("heddle-keys"), "--out", help="Directory for private.pem and jwks.json."),
+    rsa_bits: int = typer.Option(3072, "--rsa-bits", min=2048, max=8192),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing private.pem there."),
+    merge_into: Path | None = typer.Option(None, "--merge-into",
+                                           help="An existing JWKS to publish the new key beside (rotation)."),
+    as_json: bool = JsonFlag,
+):
+    """Generate a signing keypair for session tokens: private.pem (keep it) and jwks.json (publish it)."""
+    from heddle.auth.jwk_keys import merge_jwks, write_keypair
+
+    try:
+        files = write_keypair(out, alg=alg, kid=kid, rsa_bits=rsa_bits, overwrite=overwrite)
+        if merge_into is not None:
+            merged = merge_jwks(json.loads(merge_into.read_text()), json.loads(files.jwks.read_text()))
+            files.jwks.write_text(json.dumps(merged, indent=2) + "\n")
+    except (ValueError, OSError, json.JSONDecodeError, FileExistsError) as exc:
+        fail(str(exc), as_json)
+    data = {"kid": files.kid, "alg": files.alg, "private_key": str(files.private_key), "jwks": str(files.jwks)}
+    emit(data, as_json, lambda d: console.print(
+        f"Key [bold]{d['kid']}[/bold] ({d['alg']})\n  private key: {d['private_key']} (keep it on your server)\n"
+        f"  public JWKS: {d['jwks']} (heddle workspace update WS --jwks-file {d['jwks']})", highlight=False))

@@ -158,3 +158,14 @@ async def resolve_connection(session: AsyncSession, workspace_id: str, ref: str)
 
 def connection_dict(c: Connection) -> dict[str, Any]:
     return {"id": str(c.id), "name": c.name, "base_url": c.base_url, "created_at": iso(c.created_at)}
+
+
+async def origin_allowed_anywhere(session: AsyncSession, origin: str) -> bool:
+    """Whether any workspace lists exactly this origin (a text prefilter, then an exact check)."""
+    from sqlalchemy import Text, cast
+
+    escaped = origin.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    rows = await session.scalars(
+        select(Workspace.allowed_origins)
+        .where(cast(Workspace.allowed_origins, Text).like(f'%"{escaped}"%', escape="\\")).limit(50))
+    return any(origin in (origins or []) for origins in rows)
