@@ -12,7 +12,10 @@ from heddle.api.openapi import install_openapi
 from heddle.api.system import router as system_router
 from heddle.config import Settings, get_settings
 from heddle.observability.logging import configure_logging
+from heddle.identify.routes import router as identify_router
 from heddle.loom.routes import router as loom_router
+from heddle.realtime.pusher_protocol import PusherProtocolServer
+from heddle.realtime.routes import router as realtime_router
 from heddle.services import Services
 from heddle.workspaces.routes import router as workspace_router
 from heddle.workspaces.service import origin_allowed_anywhere
@@ -49,6 +52,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CorsMiddleware, origin_allowed=origin_allowed)
     app.include_router(system_router)
     app.include_router(workspace_router)
+    app.include_router(identify_router)
     app.include_router(loom_router)
+    app.include_router(realtime_router)
+    if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}
+        app.include_router(PusherProtocolServer(
+            svc.realtime.hub, app_key=svc.realtime.key, app_secret=svc.realtime.secret).router())
     install_openapi(app)
     return app

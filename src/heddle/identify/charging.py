@@ -1,0 +1,37 @@
+"""Identify as a paid call: check the balance, look up, charge exactly once if identified.
+
+Shared by `POST /v1/identify` and the Loom built-in `identify` tool, so both bill the same.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from heddle.billing import service as billing
+from heddle.billing.service import InsufficientCredits
+from heddle.identify.schemas import IdentifyRequest
+from heddle.money import to_micro
+
+
+async def identify_and_charge(svc, *, workspace_id: str, key_id: str | None, request: IdentifyRequest,
+                              balance_hint: int | None = None,
+                              run_id: uuid.UUID | None = None) -> tuple[dict[str, Any], int]:
+    """Return the Identify Result and the micro-credits charged (0 unless `identified`)."""
+    price = to_micro(svc.settings.identify_price_credits)
+    if price:
+        if balance_hint is None:
+            async with svc.database().session() as session:
+                balance_hint = await billing.balance_micro(session, workspace_id)
+        if balance_hint < price:  # 402 before the lookup, per the contract
+            raise InsufficientCredits(balance_hint, price)
+    result = await svc.identify.identify(request)
+    svc.metrics.identify.labels(str(result.rail), str(result.result)).inc()
+    charged = 0
+    if result.billable and price:
+        async with svc.database().transaction() as session:
+            await billing.charge(session, workspace_id, price, reason="identify", ref=str(result.rail),
+                                 run_id=run_id, key_id=key_id)
+        svc.metrics.credits_charged.labels("identify").inc(price)
+        charged = price
+    return result.to_dict(), charged

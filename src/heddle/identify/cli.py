@@ -1,0 +1,122 @@
+"""`heddle identify ...`: load official directories and report coverage.
+
+Mounted by the lead as `heddle identify`. With `--json` each command prints exactly one JSON
+object on stdout (an `error` object on failure, with exit code 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from sqlalchemy.exc import SQLAlchemyError
+
+from heddle.config import get_settings
+from heddle.db.base import Database
+from heddle.db.migrate import upgrade
+from heddle.identify.coverage import coverage_report
+from heddle.identify.datasets import load_curated
+from heddle.identify.importers import PARSERS, ImportFormatError
+from heddle.identify.importers.store import imported_codes, upsert_rows
+
+app = typer.Typer(help="Identify: institution directories.", no_args_is_help=True)
+
+MAX_FILE_BYTES = 512 * 1024 * 1024
+
+
+class ImportFormat(StrEnum):
+    FEDACH = "fedach"
+    IFSC_CSV = "ifsc-csv"
+
+
+DatabaseUrl = Annotated[str | None, typer.Option(
+    "--database-url", help="Database URL (default: HEDDLE_DATABASE_URL).")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
+
+
+def _emit(payload: dict[str, Any], as_json: bool, lines: list[str]) -> None:
+    if as_json:
+        typer.echo(json.dumps(payload, sort_keys=True))
+    else:
+        for line in lines:
+            typer.echo(line)
+
+
+def _fail(code: str, message: str, as_json: bool, **details: Any) -> typer.Exit:
+    if as_json:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if details:
+            error["details"] = details
+        typer.echo(json.dumps({"error": error}, sort_keys=True))
+    else:
+        typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=1)
+
+
+@app.command("import")
+def import_directory(
+    file: Annotated[Path, typer.Argument(help="The directory file to load.")],
+    format: Annotated[ImportFormat, typer.Option("--format", help="File format.")],
+    database_url: DatabaseUrl = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Load an official directory (FedACH or IFSC CSV); all rows or none are written."""
+    try:
+        if file.stat().st_size > MAX_FILE_BYTES:
+            raise _fail("file_too_large", f"the file is larger than {MAX_FILE_BYTES} bytes", as_json)
+        data = file.read_bytes()
+    except OSError as exc:
+        raise _fail("unreadable_file", f"cannot read the file: {exc.strerror}", as_json) from None
+    try:
+        rows = PARSERS[format.value](data)
+    except ImportFormatError as exc:
+        raise _fail("invalid_file", str(exc), as_json, line=exc.line) from None
+    url = database_url or get_settings().database_url
+    try:
+        summary = asyncio.run(_import(url, rows))
+    except (SQLAlchemyError, OSError) as exc:
+        raise _fail("database_error", f"the import was not written: {exc}", as_json) from None
+    payload = {"format": format.value, "rail": rows[0].rail, "rows": summary.rows,
+               "inserted": summary.inserted, "updated": summary.updated}
+    message = (f"Imported {summary.rows} {rows[0].rail} rows "
+               f"({summary.inserted} new, {summary.updated} updated).")
+    _emit(payload, as_json, [message])
+
+
+async def _import(url: str, rows):
+    await upgrade(url)
+    db = Database(url)
+    try:
+        return await upsert_rows(db, rows)
+    finally:
+        await db.dispose()
+
+
+@app.command("coverage")
+def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> None:
+    """How many institutions each rail knows (curated + imported)."""
+    url = database_url or get_settings().database_url
+    try:
+        imported = asyncio.run(_imported(url))
+    except (SQLAlchemyError, OSError) as exc:
+        raise _fail("database_error", f"cannot read the directory: {exc}", as_json) from None
+    curated = load_curated()
+    report = coverage_report(curated, imported)
+    payload = {"rails": report, "curated_as_of": {k: v.isoformat() for k, v in curated.as_of.items()}}
+    lines = [f"{'rail':<16}{'curated':>10}{'imported':>10}{'total':>10}"]
+    lines += [f"{rail:<16}{c['curated']:>10}{c['imported']:>10}{c['total']:>10}"
+              for rail, c in report.items()]
+    _emit(payload, as_json, lines)
+
+
+async def _imported(url: str) -> dict[str, set[str]]:
+    await upgrade(url)
+    db = Database(url)
+    try:
+        return await imported_codes(db)
+    finally:
+        await db.dispose()

@@ -1,0 +1,293 @@
+"""Curated data files (src/heddle/identify/data/*.json): validation and in-memory indexes.
+
+Every file is validated against a strict schema when loaded, so a bad edit fails at start-up
+(and in the test suite) instead of answering wrong lookups.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Annotated, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from stdnum.us import rtn
+
+from heddle.identify.checkdigits import nuban_institution_code
+from heddle.identify.schemas import Institution, is_country
+
+Digits3or5 = Annotated[str, StringConstraints(pattern=r"^(?:[0-9]{3}|[0-9]{5})$")]
+Digits6 = Annotated[str, StringConstraints(pattern=r"^[0-9]{6}$")]
+BicCode = Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}(?:[A-Z0-9]{3})?$")]
+Name = Annotated[str, StringConstraints(min_length=2, max_length=200)]
+TypeName = Annotated[str, StringConstraints(pattern=r"^[a-z_]{3,40}$")]
+RailName = Annotated[str, StringConstraints(pattern=r"^[a-z_]{2,20}$")]
+CountryCode = Annotated[str, StringConstraints(pattern=r"^[A-Z]{2}$")]
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SwiftEntry(_Entry):
+    bic: BicCode
+    name: Name
+    city: Name | None = None
+
+
+class SepaEntry(_Entry):
+    country: CountryCode
+    sct: Literal["regulated", "voluntary"]
+    sct_inst_from: dt.date | None
+
+
+class RoutingEntry(_Entry):
+    routing_number: Annotated[str, StringConstraints(pattern=r"^[0-9]{9}$")]
+    name: Name
+    type: TypeName
+    reachable_rails: list[RailName]
+
+    @model_validator(mode="after")
+    def _check_digit(self):
+        if not rtn.is_valid(self.routing_number):
+            raise ValueError(f"{self.routing_number} fails the ABA check digit")
+        return self
+
+
+class SortCodeEntry(_Entry):
+    from_: Digits6 = Field(alias="from")
+    to: Digits6
+    name: Name | None = None
+    type: TypeName | None = None
+    bic: BicCode | None = None
+    reachable_rails: list[RailName] = []
+    shared_by: list[Name] | None = None
+
+    @model_validator(mode="after")
+    def _shape(self):
+        if self.from_ > self.to:
+            raise ValueError("range start is after its end")
+        if (self.shared_by is None) == (self.name is None or self.type is None):
+            raise ValueError("an entry names one bank (name, type) or lists `shared_by`")
+        return self
+
+
+class IfscBankEntry(_Entry):
+    prefix: Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}$")]
+    name: Name
+    type: TypeName
+    bic: BicCode | None = None
+    reachable_rails: list[RailName]
+
+
+class NigerianEntry(_Entry):
+    cbn_code: Digits3or5 | None = None
+    nip_code: Digits6 | None = None
+    name: Name
+    type: TypeName
+    bic: BicCode | None = None
+    nuban_check_digit: bool
+    paystack_code: Annotated[str, StringConstraints(pattern=r"^[0-9A-Z]{3,8}$")] | None = None
+    reachable_rails: list[RailName]
+
+    @model_validator(mode="after")
+    def _codes(self):
+        if self.cbn_code is None and self.nip_code is None:
+            raise ValueError("an institution needs a cbn_code or a nip_code")
+        if self.nuban_check_digit and self.cbn_code is None:
+            raise ValueError("the NUBAN check digit needs the CBN institution code")
+        if self.nip_code and (self.nip_code.startswith("000") or self.nip_code.startswith("9")):
+            raise ValueError("a NIP code must not look like a padded CBN code")
+        return self
+
+
+class GhanaEntry(_Entry):
+    sort_code: Digits6
+    name: Name
+    type: TypeName
+    bic: BicCode | None = None
+    bank_prefix: Annotated[str, StringConstraints(pattern=r"^[0-9]{2}$")] | None = None
+    reachable_rails: list[RailName] = []
+
+
+class MomoEntry(_Entry):
+    country: CountryCode
+    carriers: list[Annotated[str, StringConstraints(min_length=1, max_length=80)]]
+    code: Annotated[str, StringConstraints(pattern=r"^[0-9A-Z]{2,12}$")]
+    name: Name
+    type: TypeName
+    reachable_rails: list[RailName]
+    name_resolvers: list[Literal["mtn_momo"]] = []
+    paystack_code: Annotated[str, StringConstraints(pattern=r"^[0-9A-Z]{3,8}$")] | None = None
+
+
+EntryT = TypeVar("EntryT", bound=_Entry)
+
+
+class _File(BaseModel, Generic[EntryT]):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str
+    as_of: dt.date
+    sources: list[Annotated[str, StringConstraints(min_length=10)]] = Field(min_length=1)
+    notes: str
+    entries: list[EntryT] = Field(min_length=1)
+
+
+@dataclass(frozen=True, slots=True)
+class SortCodeRange:
+    start: str
+    end: str
+    institution: Institution | None  # None for a range shared by several banks
+    shared_by: tuple[str, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return int(self.end) - int(self.start)
+
+
+@dataclass(frozen=True, slots=True)
+class NigerianInstitution:
+    institution: Institution
+    nuban_code: str | None  # 6-digit NUBAN institution code when check digits apply
+    check_digit: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MomoOperator:
+    country: str
+    institution: Institution
+
+
+@dataclass(frozen=True)
+class CuratedData:
+    """All curated indexes, built once per process."""
+
+    as_of: dict[str, dt.date]
+    bics: dict[str, Institution]  # BIC8 -> head office (curated files only)
+    sepa: dict[str, SepaEntry]
+    routing_numbers: dict[str, Institution]
+    sort_code_ranges: tuple[SortCodeRange, ...]  # most specific first
+    ifsc_banks: dict[str, Institution]
+    ng_institutions: dict[str, NigerianInstitution]  # by 6-digit NUBAN code and by NIP code
+    ng_check_digit_institutions: tuple[NigerianInstitution, ...]
+    gh_banks: dict[str, Institution]  # by sort code
+    gh_bank_prefixes: dict[str, Institution]  # 2-digit bank code -> head office
+    momo_operators: dict[tuple[str, str], MomoOperator]  # (country, carrier name)
+    momo_countries: frozenset[str] = field(default=frozenset())
+
+
+def _read(name: str, entry_type: type[_Entry]) -> _File:
+    text = resources.files("heddle.identify").joinpath("data", name).read_text(encoding="utf-8")
+    return _File[entry_type].model_validate(json.loads(text))  # type: ignore[valid-type]
+
+
+def _intern(value: str | None) -> str | None:
+    return None if value is None else sys.intern(value)
+
+
+def _institution(*, name: str, type: str, code: str, country: str, bic: str | None = None,
+                 city: str | None = None, rails: list[str] | tuple[str, ...] = (),
+                 external: dict[str, str] | None = None) -> Institution:
+    return Institution(
+        name=sys.intern(name), type=sys.intern(type), code=code, country=sys.intern(country),
+        bic=bic, city=_intern(city), reachable_rails=tuple(sys.intern(r) for r in rails),
+        external_codes=tuple(sorted((external or {}).items())),
+    )
+
+
+def _unique(index: dict, key, value, dataset: str) -> None:
+    if key in index:
+        raise ValueError(f"{dataset}: code {key!r} appears twice")
+    index[key] = value
+
+
+@cache
+def load_curated() -> CuratedData:
+    """Read and index every curated file (cached: the files ship with the package)."""
+    as_of: dict[str, dt.date] = {}
+
+    def read(name, entry_type):
+        data = _read(name, entry_type)
+        as_of[data.dataset] = data.as_of
+        return data.entries
+
+    routing: dict[str, Institution] = {}
+    for e in read("routing_numbers.json", RoutingEntry):
+        _unique(routing, e.routing_number, _institution(
+            name=e.name, type=e.type, code=e.routing_number, country="US", rails=e.reachable_rails),
+            "routing_numbers")
+
+    ranges = []
+    for e in read("sort_codes.json", SortCodeEntry):
+        inst = None if e.shared_by else _institution(
+            name=e.name, type=e.type, code=e.from_, country="GB", bic=e.bic, rails=e.reachable_rails)
+        ranges.append(SortCodeRange(e.from_, e.to, inst, tuple(e.shared_by or ())))
+    ranges.sort(key=lambda r: (r.size, r.start))
+
+    ifsc: dict[str, Institution] = {}
+    for e in read("ifsc_banks.json", IfscBankEntry):
+        _unique(ifsc, e.prefix, _institution(
+            name=e.name, type=e.type, code=e.prefix, country="IN", bic=e.bic, rails=e.reachable_rails),
+            "ifsc_banks")
+
+    ng: dict[str, NigerianInstitution] = {}
+    for e in read("ng_institutions.json", NigerianEntry):
+        nuban_code = nuban_institution_code(e.cbn_code) if e.cbn_code else None
+        external = {"paystack": e.paystack_code} if e.paystack_code else {}
+        inst = _institution(name=e.name, type=e.type, code=e.cbn_code or e.nip_code, country="NG",
+                            bic=e.bic, rails=e.reachable_rails, external=external)
+        record = NigerianInstitution(inst, nuban_code if e.nuban_check_digit else None,
+                                     e.nuban_check_digit)
+        for key in filter(None, (nuban_code, e.nip_code)):
+            _unique(ng, key, record, "ng_institutions")
+    ng_check = tuple({id(r): r for r in ng.values() if r.check_digit}.values())
+
+    gh: dict[str, Institution] = {}
+    gh_prefixes: dict[str, Institution] = {}
+    for e in read("gh_banks.json", GhanaEntry):
+        inst = _institution(name=e.name, type=e.type, code=e.sort_code, country="GH", bic=e.bic,
+                            rails=e.reachable_rails, external={"paystack": e.sort_code})
+        _unique(gh, e.sort_code, inst, "gh_banks")
+        if e.bank_prefix:
+            if not e.sort_code.startswith(e.bank_prefix):
+                raise ValueError(f"gh_banks: {e.sort_code} is outside its bank prefix")
+            _unique(gh_prefixes, e.bank_prefix, inst, "gh_banks")
+
+    momo: dict[tuple[str, str], MomoOperator] = {}
+    for e in read("momo_operators.json", MomoEntry):
+        if not is_country(e.country):
+            raise ValueError(f"momo_operators: {e.country} is not a country")
+        external = {name: e.country for name in e.name_resolvers}
+        if e.paystack_code:
+            external["paystack"] = e.paystack_code
+        inst = _institution(name=e.name, type=e.type, code=e.code, country=e.country,
+                            rails=e.reachable_rails, external=external)
+        for carrier in e.carriers:
+            _unique(momo, (e.country, carrier), MomoOperator(e.country, inst), "momo_operators")
+
+    sepa: dict[str, SepaEntry] = {}
+    for e in read("sepa.json", SepaEntry):
+        _unique(sepa, e.country, e, "sepa")
+
+    bics: dict[str, Institution] = {}
+    for e in read("swift_bics.json", SwiftEntry):
+        _unique(bics, e.bic[:8], _institution(
+            name=e.name, type="bank", code=e.bic, country=e.bic[4:6], bic=e.bic, city=e.city),
+            "swift_bics")
+    # The other curated datasets name head-office BICs too; the first one seen wins.
+    for inst in [*ifsc.values(), *(r.institution for r in ng.values()), *gh.values(),
+                 *(r.institution for r in ranges if r.institution)]:
+        if inst.bic and inst.bic[:8] not in bics:
+            bics[inst.bic[:8]] = inst
+
+    return CuratedData(
+        as_of=as_of, bics=bics, sepa=sepa, routing_numbers=routing,
+        sort_code_ranges=tuple(ranges), ifsc_banks=ifsc, ng_institutions=ng,
+        ng_check_digit_institutions=ng_check, gh_banks=gh, gh_bank_prefixes=gh_prefixes,
+        momo_operators=momo, momo_countries=frozenset(c for c, _ in momo),
+    )

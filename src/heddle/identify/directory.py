@@ -1,0 +1,146 @@
+"""The in-memory directory: curated data plus rows imported into `identify_directory`.
+
+Lookups never touch the database. `refresh_if_stale` runs a cheap query (row count and latest
+`imported_at`) at most every `max_age_s` seconds and re-reads the rows only when it changed,
+so `heddle identify import` takes effect on a running server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from schwifty import registry as schwifty_registry
+from sqlalchemy import func, select
+
+from heddle.db.base import Database
+from heddle.identify.datasets import CuratedData, load_curated
+from heddle.identify.models import DirectoryEntry
+from heddle.identify.schemas import Institution, Rail
+from heddle.observability.logging import get_logger
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryRecord:
+    """An imported row. `rails_complete` says its rails are exhaustive (per-branch flags), so
+    curated bank-level rails must not be added to them."""
+
+    institution: Institution
+    rails_complete: bool = False
+    note: str | None = None
+
+
+def record_from_row(rail: str, code: str, name: str, type_: str, bic: str | None, city: str | None,
+                    country: str, rails: list | None, extra: dict | None) -> DirectoryRecord:
+    extra = extra or {}
+    institution = Institution(
+        name=sys.intern(name), type=sys.intern(type_), code=code, country=sys.intern(country),
+        bic=bic or None, city=sys.intern(city) if city else None,
+        reachable_rails=tuple(sys.intern(str(r)) for r in (rails or ())),
+    )
+    note = None
+    if rail == Rail.ROUTING_NUMBER and extra.get("new_routing_number"):
+        note = f"FedACH routes items for this routing number to {extra['new_routing_number']}."
+    return DirectoryRecord(institution, bool(extra.get("rails_complete")), note)
+
+
+class Directory:
+    def __init__(self, curated: CuratedData | None = None, *,
+                 monotonic: Callable[[], float] = time.monotonic):
+        self.curated = curated or load_curated()
+        self._imported: dict[tuple[str, str], DirectoryRecord] = {}
+        self._imported_counts: dict[str, int] = {}
+        self._signature: tuple[int, dt.datetime | None] | None = None
+        self._checked_at: float | None = None
+        self._monotonic = monotonic
+        self._lock = asyncio.Lock()
+
+    # --- lookups (synchronous, in memory) ---
+
+    def imported(self, rail: Rail, code: str) -> DirectoryRecord | None:
+        return self._imported.get((rail.value, code))
+
+    def bic(self, bic: str) -> Institution | None:
+        """The institution of a BIC (8 or 11 characters): curated files first, then schwifty's
+        bank registry of the BIC's country. The first 8 characters identify the institution."""
+        found = self.curated.bics.get(bic[:8])
+        if found is not None:
+            return found
+        for candidate in dict.fromkeys((bic, bic[:8] + "XXX", bic[:8])):
+            banks = schwifty_registry.get_banks_by_bic(candidate)
+            if banks:
+                bank = next((b for b in banks if b.primary), banks[0])
+                return Institution(name=bank.name, type="financial_institution", code=bic,
+                                   country=bic[4:6], bic=bank.bic or candidate)
+        return None
+
+    def warm_up(self) -> None:
+        """Load schwifty's bank registries now (about 0.2 s) instead of on the first lookup of
+        each country, so no request pays for it."""
+        for country in schwifty_registry.get_countries():
+            schwifty_registry.get_banks_by_country(country)
+
+    def imported_count(self, rail: Rail) -> int:
+        return self._imported_counts.get(rail.value, 0)
+
+    # --- loading imported rows ---
+
+    async def refresh(self, db: Database) -> int:
+        """Re-read every imported row; returns how many were loaded."""
+        async with self._lock:
+            return await self._refresh(db)
+
+    async def refresh_if_stale(self, db: Database, max_age_s: float = 5.0) -> bool:
+        """Reload when the table changed since the last load; checks at most every `max_age_s`.
+
+        Returns True when rows were re-read. Concurrent callers do not wait for a refresh in
+        progress: they keep answering from the rows already loaded.
+        """
+        now = self._monotonic()
+        if self._checked_at is not None and now - self._checked_at < max_age_s:
+            return False
+        if self._lock.locked():
+            return False
+        async with self._lock:
+            self._checked_at = self._monotonic()
+            signature = await self._table_signature(db)
+            if signature == self._signature:
+                return False
+            await self._refresh(db, signature)
+            return True
+
+    async def _table_signature(self, db: Database) -> tuple[int, dt.datetime | None]:
+        async with db.session() as session:
+            row = (await session.execute(
+                select(func.count(DirectoryEntry.id), func.max(DirectoryEntry.imported_at))
+            )).one()
+        latest = row[1]
+        if isinstance(latest, str):  # SQLite aggregates bypass the column type
+            latest = dt.datetime.fromisoformat(latest)
+        if latest is not None and latest.tzinfo is None:
+            latest = latest.replace(tzinfo=dt.UTC)
+        return int(row[0]), latest
+
+    async def _refresh(self, db: Database,
+                       signature: tuple[int, dt.datetime | None] | None = None) -> int:
+        signature = signature or await self._table_signature(db)
+        columns = (DirectoryEntry.rail, DirectoryEntry.code, DirectoryEntry.name,
+                   DirectoryEntry.type, DirectoryEntry.bic, DirectoryEntry.city,
+                   DirectoryEntry.country, DirectoryEntry.reachable_rails, DirectoryEntry.extra)
+        imported: dict[tuple[str, str], DirectoryRecord] = {}
+        counts: dict[str, int] = {}
+        async with db.session() as session:
+            result = await session.stream(select(*columns).execution_options(yield_per=5000))
+            async for rail, code, *fields in result:
+                imported[(rail, code)] = record_from_row(rail, code, *fields)
+                counts[rail] = counts.get(rail, 0) + 1
+        self._imported, self._imported_counts, self._signature = imported, counts, signature
+        self._checked_at = self._monotonic()
+        log.info("identify.directory.refreshed", rows=len(imported))
+        return len(imported)

@@ -1,0 +1,94 @@
+"""What every rail module provides, and the helpers they share."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from heddle.errors import HeddleError
+from heddle.identify.directory import Directory
+from heddle.identify.schemas import Institution, Rail, ResultKind
+
+_SEPARATORS = re.compile(r"[\s\-]+")
+
+
+def compact(raw: str) -> str:
+    """Drop spaces and dashes, uppercase: '20-00-00' -> '200000', 'gb82 west' -> 'GB82WEST'."""
+    return _SEPARATORS.sub("", raw).upper()
+
+
+def invalid(rail: Rail, message: str, *, field: str = "identifier", **details: Any) -> HeddleError:
+    return HeddleError("invalid_identifier", message,
+                       details={"rail": rail.value, "field": field, **details})
+
+
+@dataclass(frozen=True, slots=True)
+class LookupContext:
+    directory: Directory
+    today: dt.date
+
+
+@dataclass(frozen=True, slots=True)
+class RailOutcome:
+    """A rail's answer before holder-name resolution.
+
+    `account_number` is the normalised account or wallet number, set when one was given and
+    validated for this rail."""
+
+    result: ResultKind
+    rail: Rail
+    country: str | None = None
+    institution: Institution | None = None
+    reachable_rails: tuple[str, ...] = ()
+    account_number: str | None = None
+    detail: str | None = None
+
+
+class RailHandler(Protocol):
+    rail: ClassVar[Rail]
+    # Countries whose identifiers the rail reads; None when any country's can appear.
+    countries: ClassVar[frozenset[str] | None]
+
+    def looks_like(self, raw: str, country: str | None) -> bool:
+        """A cheap shape test used by rail detection (no check digits, no lookups)."""
+
+    def parse(self, raw: str, country: str | None) -> Any:
+        """Normalise and validate; raise `invalid_identifier` for malformed input."""
+
+    def lookup(self, parsed: Any, account_number: str | None, ctx: LookupContext) -> RailOutcome:
+        """Find the institution; raise `invalid_identifier` for a malformed account number."""
+
+
+def identified(rail: Rail, institution: Institution, *, rails: tuple[str, ...] | None = None,
+               account_number: str | None = None, detail: str | None = None) -> RailOutcome:
+    return RailOutcome(
+        ResultKind.IDENTIFIED, rail, institution.country, institution,
+        institution.reachable_rails if rails is None else rails, account_number, detail,
+    )
+
+
+def not_found(rail: Rail, detail: str, *, country: str | None = None,
+              account_number: str | None = None) -> RailOutcome:
+    return RailOutcome(ResultKind.NOT_FOUND, rail, country, None, (), account_number, detail)
+
+
+def unsupported(rail: Rail, detail: str, *, country: str | None = None) -> RailOutcome:
+    return RailOutcome(ResultKind.UNSUPPORTED, rail, country, None, (), None, detail)
+
+
+def merge_rails(*groups: tuple[str, ...]) -> tuple[str, ...]:
+    """Union keeping first-seen order."""
+    return tuple(dict.fromkeys(r for group in groups for r in group))
+
+
+def digits_account(rail: Rail, account_number: str | None, lengths: range, what: str) -> str | None:
+    """Validate an account number made of ASCII digits whose length is in `lengths`."""
+    if account_number is None:
+        return None
+    if not (account_number.isascii() and account_number.isdigit()) or len(account_number) not in lengths:
+        size = (f"{lengths.start}" if len(lengths) == 1
+                else f"{lengths.start} to {lengths.stop - 1}")
+        raise invalid(rail, f"{what} is {size} digits", field="account_number")
+    return account_number

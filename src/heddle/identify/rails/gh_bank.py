@@ -1,0 +1,55 @@
+"""Ghana: GhIPSS sort codes (2-digit bank code + 4-digit branch code; 0100 is the head office)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from heddle.identify.checkdigits import is_digits
+from heddle.identify.rails.base import (
+    LookupContext,
+    RailOutcome,
+    compact,
+    digits_account,
+    identified,
+    invalid,
+    merge_rails,
+    not_found,
+)
+from heddle.identify.rails.sort_code import UK_WRITTEN_FORM
+from heddle.identify.schemas import Rail
+
+
+class GhanaBankRail:
+    rail: ClassVar[Rail] = Rail.GH_BANK
+    countries: ClassVar[frozenset[str] | None] = frozenset({"GH"})
+
+    def looks_like(self, raw: str, country: str | None) -> bool:
+        return is_digits(compact(raw), 6) and not UK_WRITTEN_FORM.fullmatch(raw.strip())
+
+    def parse(self, raw: str, country: str | None) -> str:
+        code = compact(raw)
+        if not is_digits(code, 6):
+            raise invalid(self.rail, "A Ghanaian bank sort code is 6 digits, such as 040100.")
+        return code
+
+    def lookup(self, code: str, account_number: str | None, ctx: LookupContext) -> RailOutcome:
+        # Ghanaian account numbers vary by bank (commonly 10 to 16 digits); 8 to 20 are accepted.
+        account = digits_account(self.rail, account_number, range(8, 21), "A Ghanaian account number")
+        record = ctx.directory.imported(self.rail, code)
+        curated = ctx.directory.curated.gh_banks.get(code)
+        if record is not None:
+            extra = curated.reachable_rails if curated and not record.rails_complete else ()
+            return identified(self.rail, record.institution,
+                              rails=merge_rails(record.institution.reachable_rails, extra),
+                              account_number=account)
+        if curated is not None:
+            return identified(self.rail, curated, account_number=account)
+        bank = ctx.directory.curated.gh_bank_prefixes.get(code[:2])
+        if bank is not None:
+            return not_found(self.rail, f"Sort code {code} is in the range of {bank.name} "
+                                        f"({bank.code}), but only listed sort codes are identified: "
+                                        "other institutions also hold codes in banks' ranges. "
+                                        f"Send the head-office code {bank.code} to identify the bank.",
+                             country="GH", account_number=account)
+        return not_found(self.rail, "No Ghanaian institution with this sort code is in the directory.",
+                         country="GH", account_number=account)

@@ -1,0 +1,106 @@
+"""IBAN (ISO 13616): validated by schwifty (country length, structure, mod-97 check digits and,
+where schwifty knows the algorithm, the national check digits). The bank comes from schwifty's
+bank registry; SEPA reachability from the curated `sepa.json`."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from functools import lru_cache
+from typing import ClassVar
+
+from schwifty import BIC, IBAN
+from schwifty import registry as schwifty_registry
+from schwifty.exceptions import (
+    InvalidChecksumDigits,
+    InvalidCountryCode,
+    InvalidLength,
+    NationalChecksumNotVerified,
+    SchwiftyException,
+)
+
+from heddle.identify.rails.base import (
+    LookupContext,
+    RailOutcome,
+    compact,
+    identified,
+    invalid,
+    merge_rails,
+    not_found,
+    unsupported,
+)
+from heddle.identify.rails.sort_code import lookup_sort_code
+from heddle.identify.schemas import Institution, Rail
+
+# Countries whose national check digits schwifty cannot verify are still valid IBANs.
+warnings.filterwarnings("ignore", category=NationalChecksumNotVerified)
+
+_SHAPE = re.compile(r"[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}", re.ASCII)
+_REGISTRY_COUNTRIES = frozenset(schwifty_registry.get_countries())
+
+
+@lru_cache(maxsize=16384)
+def _bic_of(country: str, lookup_key: str) -> str | None:
+    """The most generic BIC of a bank code (what `IBAN.bic` gives; slow for FR, so cached)."""
+    try:
+        code = BIC.from_bank_code(country, lookup_key).compact
+    except SchwiftyException:
+        return None
+    return code[:8] if code.endswith("XXX") else code  # XXX is the head office's 8-char BIC
+
+
+class IbanRail:
+    rail: ClassVar[Rail] = Rail.IBAN
+    countries: ClassVar[frozenset[str] | None] = None
+
+    def looks_like(self, raw: str, country: str | None) -> bool:
+        return bool(_SHAPE.fullmatch(compact(raw)))
+
+    def parse(self, raw: str, country: str | None) -> IBAN:
+        code = compact(raw)
+        if not _SHAPE.fullmatch(code):
+            raise invalid(self.rail, "An IBAN is a 2-letter country code, 2 check digits and up "
+                                     "to 30 letters or digits (15 to 34 characters in all).")
+        try:
+            return IBAN(code, validate_bban=True)
+        except InvalidCountryCode:
+            raise invalid(self.rail, f"{code[:2]} is not a country that issues IBANs.") from None
+        except InvalidLength:
+            raise invalid(self.rail, f"Wrong length for an IBAN of {code[:2]}.",
+                          length=len(code)) from None
+        except InvalidChecksumDigits:
+            raise invalid(self.rail, "The IBAN check digits do not match; the IBAN has a typo.") from None
+        except SchwiftyException as exc:
+            raise invalid(self.rail, f"Not a valid IBAN: {exc}.") from None
+
+    def lookup(self, iban: IBAN, account_number: str | None, ctx: LookupContext) -> RailOutcome:
+        country = iban.country_code
+        if country not in _REGISTRY_COUNTRIES:
+            return unsupported(self.rail, f"The IBAN is valid, but no bank directory for {country} "
+                                          "is available.", country=country)
+        bank = iban.bank
+        if bank is None:
+            return not_found(self.rail, f"The IBAN is valid, but no bank with code "
+                                        f"{iban.bank_code} is in the {country} directory.",
+                             country=country, account_number=account_number)
+        bic = _bic_of(country, bank.bank_code)  # a registry bank's code is its lookup key
+        institution = Institution(name=bank.name, type="bank", code=iban.bank_code,
+                                  country=country, bic=bic)
+        return identified(self.rail, institution, rails=self._rails(iban, bic, ctx),
+                          account_number=account_number)
+
+    def _rails(self, iban: IBAN, bic: str | None, ctx: LookupContext) -> tuple[str, ...]:
+        rails: tuple[str, ...] = ()
+        sepa = ctx.directory.curated.sepa.get(iban.country_code)
+        if sepa is not None and sepa.sct == "regulated":
+            rails = ("sepa",)
+            if sepa.sct_inst_from is not None and sepa.sct_inst_from <= ctx.today:
+                rails = ("sepa", "sepa_instant")
+        if iban.country_code == "GB" and iban.branch_code:
+            # A UK IBAN embeds the sort code; its rails apply when it names the same bank.
+            by_sort_code = lookup_sort_code(iban.branch_code, ctx)
+            same_bank = (by_sort_code is not None and by_sort_code.institution.bic is not None
+                         and by_sort_code.institution.bic[:4] == iban.bank_code)
+            if same_bank:
+                rails = merge_rails(rails, by_sort_code.institution.reachable_rails)
+        return rails

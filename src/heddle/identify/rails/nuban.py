@@ -1,0 +1,97 @@
+"""Nigeria: NUBAN account numbers and the institution codes behind them.
+
+The identifier is an institution code (3-digit CBN bank code, 5-digit CBN code of another
+financial institution, the 6-digit NUBAN form of either, or a 6-digit NIBSS NIP code), with
+the 10-digit NUBAN in `account_number`; or a NUBAN alone. A NUBAN alone passes the check digit
+of several banks, so it is never identified (CONTRACT 6: never identified on a guess).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from heddle.identify.checkdigits import (
+    is_digits,
+    nuban_check_digit,
+    nuban_partial_sums,
+    nuban_serial_sum,
+)
+from heddle.identify.rails.base import (
+    LookupContext,
+    RailOutcome,
+    compact,
+    digits_account,
+    identified,
+    invalid,
+    not_found,
+)
+from heddle.identify.rails.sort_code import UK_WRITTEN_FORM
+from heddle.identify.schemas import Rail
+
+
+@dataclass(frozen=True, slots=True)
+class NubanIdentifier:
+    institution_code: str | None = None  # 6-digit NUBAN form or NIP code
+    account_number: str | None = None  # a NUBAN sent as the identifier
+
+
+class NubanRail:
+    rail: ClassVar[Rail] = Rail.NUBAN
+    countries: ClassVar[frozenset[str] | None] = frozenset({"NG"})
+
+    def looks_like(self, raw: str, country: str | None) -> bool:
+        code = compact(raw)
+        return (is_digits(code) and len(code) in (3, 5, 6, 10)
+                and not UK_WRITTEN_FORM.fullmatch(raw.strip()))
+
+    def parse(self, raw: str, country: str | None) -> NubanIdentifier:
+        code = compact(raw)
+        if not is_digits(code) or len(code) not in (3, 5, 6, 10):
+            raise invalid(self.rail, "A Nigerian identifier is a 3-digit bank code, a 5-digit "
+                                     "institution code, a 6-digit institution or NIP code, or a "
+                                     "10-digit NUBAN account number.")
+        if len(code) == 3:
+            return NubanIdentifier(institution_code="000" + code)
+        if len(code) == 5:
+            return NubanIdentifier(institution_code="9" + code)
+        if len(code) == 6:
+            return NubanIdentifier(institution_code=code)
+        return NubanIdentifier(account_number=code)
+
+    def lookup(self, parsed: NubanIdentifier, account_number: str | None,
+               ctx: LookupContext) -> RailOutcome:
+        if parsed.account_number is not None:
+            return self._account_only(parsed.account_number, account_number, ctx)
+        account = digits_account(self.rail, account_number, range(10, 11), "A NUBAN account number")
+        record = ctx.directory.curated.ng_institutions.get(parsed.institution_code)
+        if record is None:
+            return not_found(self.rail, f"No Nigerian institution with code "
+                                        f"{parsed.institution_code} is in the directory.",
+                             country="NG", account_number=account)
+        if account is not None and record.check_digit:
+            expected = nuban_check_digit(record.nuban_code, account[:9])
+            if int(account[9]) != expected:
+                raise invalid(self.rail, f"The account number fails the NUBAN check digit of "
+                                         f"{record.institution.name}; it has a typo or belongs "
+                                         "to another bank.", field="account_number")
+        return identified(self.rail, record.institution, account_number=account)
+
+    def _account_only(self, number: str, account_number: str | None,
+                      ctx: LookupContext) -> RailOutcome:
+        serial_sum = nuban_serial_sum(number[:9])
+        check = int(number[9])
+        candidates = sum(
+            1 for record in ctx.directory.curated.ng_check_digit_institutions
+            if (10 - (nuban_partial_sums(record.nuban_code) + serial_sum) % 10) % 10 == check
+        )
+        how = ("Send the bank's code as `identifier` and this number as `account_number` to "
+               "identify the account.")
+        if candidates:
+            detail = (f"This NUBAN passes the check digit of {candidates} institutions in the "
+                      f"directory, so the bank cannot be told from the number alone. {how}")
+        else:
+            detail = ("This number fails the NUBAN check digit of every institution in the "
+                      f"directory; it may belong to one that is not listed. {how}")
+        account = digits_account(self.rail, account_number, range(10, 11), "A NUBAN account number")
+        return not_found(self.rail, detail, country="NG", account_number=account)

@@ -1,0 +1,59 @@
+"""SWIFT BIC (ISO 9362): 4-letter institution code, 2-letter country, 2-character location,
+optional 3-character branch."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import ClassVar
+
+from schwifty import BIC
+from schwifty.exceptions import SchwiftyException
+
+from heddle.identify.rails.base import (
+    LookupContext,
+    RailOutcome,
+    compact,
+    identified,
+    invalid,
+    not_found,
+)
+from heddle.identify.schemas import Rail
+
+_BIC = re.compile(r"[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}(?:[A-Z0-9]{3})?", re.ASCII)
+_SHAPE = re.compile(r"[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?", re.ASCII)
+
+
+class SwiftRail:
+    rail: ClassVar[Rail] = Rail.SWIFT
+    countries: ClassVar[frozenset[str] | None] = None
+
+    def looks_like(self, raw: str, country: str | None) -> bool:
+        return bool(_SHAPE.fullmatch(compact(raw)))
+
+    def parse(self, raw: str, country: str | None) -> str:
+        code = compact(raw)
+        if len(code) not in (8, 11):
+            raise invalid(self.rail, "A BIC has 8 or 11 characters.", length=len(code))
+        if not _BIC.fullmatch(code):
+            raise invalid(self.rail, "A BIC is a 4-letter institution code, a 2-letter country "
+                                     "code, a 2-character location code and an optional "
+                                     "3-character branch code.")
+        try:
+            BIC(code)
+        except SchwiftyException as exc:
+            raise invalid(self.rail, f"Not a valid BIC: {exc}.") from None
+        return code
+
+    def lookup(self, bic: str, account_number: str | None, ctx: LookupContext) -> RailOutcome:
+        country = bic[4:6]
+        institution = ctx.directory.bic(bic)
+        if institution is None:
+            return not_found(self.rail, "No institution with this BIC is in the directory.",
+                             country=country, account_number=account_number)
+        institution = dataclasses.replace(institution, code=bic, bic=bic, reachable_rails=())
+        # Location codes whose second character is '0' are test BICs, '1' passive
+        # participants: neither can receive SWIFT messages.
+        connected = bic[7] not in "01"
+        return identified(self.rail, institution, rails=("swift",) if connected else (),
+                          account_number=account_number)

@@ -1,0 +1,172 @@
+"""The Identify request, the institution record and the Identify Result.
+
+`IdentifyResult.to_dict()` is the `data` of the Identify response: every unknown field is
+omitted rather than sent as null (spec, "Identify Result").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Any
+
+import pycountry
+from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
+
+
+class Rail(StrEnum):
+    SWIFT = "swift"
+    IBAN = "iban"
+    ROUTING_NUMBER = "routing_number"
+    SORT_CODE = "sort_code"
+    IFSC = "ifsc"
+    NUBAN = "nuban"
+    MOMO = "momo"
+    GH_BANK = "gh_bank"
+
+
+class ResultKind(StrEnum):
+    IDENTIFIED = "identified"
+    NOT_FOUND = "not_found"
+    UNSUPPORTED = "unsupported"
+
+
+class NameResolutionStatus(StrEnum):
+    RESOLVED = "resolved"
+    UNAVAILABLE = "unavailable"
+    NOT_SUPPORTED = "not_supported"
+
+
+# Rails on which the spec allows holder-name resolution.
+NAME_RESOLUTION_RAILS = frozenset({Rail.NUBAN, Rail.MOMO, Rail.GH_BANK})
+
+_ACCOUNT_SEPARATORS = re.compile(r"[\s\-]+")
+_ACCOUNT_CHARS = re.compile(r"[A-Z0-9]{1,34}", re.ASCII)
+
+
+def is_country(code: str) -> bool:
+    """True for an ISO 3166-1 alpha-2 code (uppercase)."""
+    return len(code) == 2 and code.isascii() and pycountry.countries.get(alpha_2=code) is not None
+
+
+class IdentifyRequest(BaseModel):
+    """Body of POST /v1/identify."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    identifier: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+    rail: Rail | None = None
+    country: str | None = None
+    account_number: Annotated[str, StringConstraints(max_length=64)] | None = None
+
+    @field_validator("country")
+    @classmethod
+    def _country(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        code = value.strip().upper()
+        if not is_country(code):
+            raise ValueError("must be an ISO 3166-1 alpha-2 country code, such as GB or NG")
+        return code
+
+    @field_validator("account_number")
+    @classmethod
+    def _account_number(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        compact = _ACCOUNT_SEPARATORS.sub("", value).upper()
+        if len(compact) > 34:
+            raise ValueError("must be at most 34 characters")
+        if not _ACCOUNT_CHARS.fullmatch(compact):
+            raise ValueError("must contain only letters and digits (spaces and dashes are ignored)")
+        return compact
+
+
+@dataclass(frozen=True, slots=True)
+class Institution:
+    """A financial institution as one rail knows it."""
+
+    name: str
+    type: str
+    code: str
+    country: str
+    bic: str | None = None
+    city: str | None = None
+    reachable_rails: tuple[str, ...] = ()
+    # Codes other systems use for the same institution, e.g. ("paystack", "058"); never shown.
+    external_codes: tuple[tuple[str, str], ...] = ()
+
+    def external_code(self, system: str) -> str | None:
+        for name, code in self.external_codes:
+            if name == system:
+                return code
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        address: dict[str, Any] = {"country": self.country}
+        if self.city:
+            address = {"city": self.city, "country": self.country}
+        out: dict[str, Any] = {"name": self.name, "type": self.type, "code": self.code}
+        if self.bic:
+            out["bic"] = self.bic
+        out["address"] = address
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class AccountInfo:
+    number: str
+    name_resolution: NameResolutionStatus
+    name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"number": self.number}
+        if self.name:
+            out["name"] = self.name
+        out["name_resolution"] = self.name_resolution.value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class IdentifyResult:
+    """The outcome of one lookup; `detail` explains a result that is not `identified`."""
+
+    result: ResultKind
+    rail: Rail
+    country: str | None = None
+    institution: Institution | None = None
+    reachable_rails: tuple[str, ...] = ()
+    account: AccountInfo | None = None
+    identified_at: dt.datetime | None = None
+    detail: str | None = None
+
+    @property
+    def billable(self) -> bool:
+        return self.result is ResultKind.IDENTIFIED
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"result": self.result.value, "rail": self.rail.value}
+        if self.country:
+            out["country"] = self.country
+        identified = self.result is ResultKind.IDENTIFIED
+        if identified and self.institution is not None:
+            out["institution"] = self.institution.to_dict()
+        if self.reachable_rails:
+            out["reachable_rails"] = list(self.reachable_rails)
+        if self.account is not None:
+            out["account"] = self.account.to_dict()
+        if identified and self.identified_at is not None:
+            out["identified_at"] = format_timestamp(self.identified_at)
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+
+def format_timestamp(value: dt.datetime) -> str:
+    """ISO-8601 in UTC with a `Z` suffix and millisecond precision."""
+    if value.tzinfo is None:
+        raise ValueError("identified_at must be timezone-aware")
+    value = value.astimezone(dt.UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"

@@ -1,0 +1,28 @@
+"""The lookup benchmark runs and reports every rail."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).parents[2] / "bench" / "identify_lookup.py"
+
+
+def test_bench_lookups_reports_every_rail():
+    spec = importlib.util.spec_from_file_location("identify_lookup_bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    results = module.bench_lookups(0.02)
+    assert set(results) == {"swift", "iban", "routing_number", "sort_code", "ifsc", "nuban",
+                            "momo", "gh_bank", "detect"}
+    assert all(rate > 100 for rate in results.values()), results
+
+
+def test_bench_script_prints_a_json_line():
+    out = subprocess.run([sys.executable, str(BENCH), "--seconds", "0.01"], capture_output=True,
+                         text=True, check=True, timeout=120).stdout.strip().splitlines()
+    report = json.loads(out[-1])
+    assert report["benchmark"] == "identify_lookup" and len(report["lookups_per_second"]) == 9

@@ -1,0 +1,107 @@
+"""The curated data files: well-formed, consistent with the libraries they join to."""
+
+from __future__ import annotations
+
+import pytest
+from phonenumbers.carrierdata import CARRIER_DATA
+from pydantic import ValidationError
+from schwifty import BIC
+from schwifty import registry as schwifty_registry
+
+from heddle.identify.datasets import (
+    NigerianEntry,
+    RoutingEntry,
+    SortCodeEntry,
+    load_curated,
+)
+from heddle.identify.rails.routing_number import RoutingNumberRail
+
+curated = load_curated()
+
+
+def all_bic_holders():
+    yield from curated.bics.values()
+    yield from curated.ifsc_banks.values()
+    yield from curated.gh_banks.values()
+    yield from (r.institution for r in curated.ng_institutions.values())
+    yield from (r.institution for r in curated.sort_code_ranges if r.institution)
+
+
+def test_every_bic_is_valid_and_in_its_country():
+    for institution in all_bic_holders():
+        if institution.bic:
+            bic = BIC(institution.bic)  # raises on a malformed BIC or unknown country
+            assert bic.country_code == institution.country, institution
+
+
+def test_bics_agree_with_schwifty_where_it_has_a_registry():
+    countries = set(schwifty_registry.get_countries())
+    checked = 0
+    for institution in all_bic_holders():
+        if institution.bic and institution.country in countries:
+            bic8 = institution.bic[:8]
+            assert (schwifty_registry.get_banks_by_bic(bic8 + "XXX")
+                    or schwifty_registry.get_banks_by_bic(bic8)), institution
+            checked += 1
+    assert checked >= 20
+
+
+def test_routing_numbers_are_valid():
+    rail = RoutingNumberRail()
+    for number in curated.routing_numbers:
+        assert rail.parse(number, None) == number
+
+
+def test_sort_code_ranges_nest_or_are_disjoint():
+    ranges = curated.sort_code_ranges
+    for i, a in enumerate(ranges):
+        for b in ranges[i + 1:]:
+            overlap = a.start <= b.end and b.start <= a.end
+            nested = (a.start >= b.start and a.end <= b.end) or (b.start >= a.start and b.end <= a.end)
+            assert not overlap or (nested and a.size != b.size), (a, b)
+
+
+def test_momo_carriers_exist_in_libphonenumber():
+    from phonenumbers import country_code_for_region
+
+    for (country, carrier_name), operator in curated.momo_operators.items():
+        prefix = str(country_code_for_region(country))
+        names = {v.get("en") for k, v in CARRIER_DATA.items() if k.startswith(prefix)}
+        assert carrier_name in names, (country, carrier_name)
+        assert operator.institution.country == country
+
+
+def test_nigerian_codes_are_unique_and_padded():
+    for key, record in curated.ng_institutions.items():
+        assert len(key) == 6 and key.isdigit()
+        if record.check_digit:
+            assert record.nuban_code in (f"000{record.institution.code}", f"9{record.institution.code}")
+    paystack = [r.institution.external_code("paystack") for r in {id(r): r for r in
+                curated.ng_institutions.values()}.values() if r.institution.external_code("paystack")]
+    assert len(paystack) == len(set(paystack))
+
+
+def test_ghana_prefixes_point_at_head_offices():
+    for prefix, bank in curated.gh_bank_prefixes.items():
+        assert bank.code.startswith(prefix) and bank.code.endswith("0100")
+
+
+def test_sepa_countries_are_iban_countries():
+    for country, entry in curated.sepa.items():
+        assert entry.sct in ("regulated", "voluntary")
+        assert schwifty_registry.get_iban_spec(country).country == country
+
+
+@pytest.mark.parametrize("model, data", [
+    (RoutingEntry, {"routing_number": "021000022", "name": "Bank", "type": "bank", "reachable_rails": []}),
+    (SortCodeEntry, {"from": "200000", "to": "100000", "name": "Bank", "type": "bank"}),
+    (SortCodeEntry, {"from": "200000", "to": "209999"}),
+    (NigerianEntry, {"name": "Bank", "type": "bank", "nuban_check_digit": True, "reachable_rails": []}),
+    (NigerianEntry, {"nip_code": "000123", "name": "Bank", "type": "bank",
+                     "nuban_check_digit": False, "reachable_rails": []}),
+    (RoutingEntry, {"routing_number": "021000021", "name": "Bank", "type": "bank",
+                    "reachable_rails": [], "extra": 1}),
+])
+def test_bad_entries_are_refused(model, data):
+    with pytest.raises(ValidationError):
+        model.model_validate(data)

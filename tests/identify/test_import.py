@@ -1,0 +1,218 @@
+"""`heddle identify import|coverage` on FedACH and IFSC files, on SQLite and PostgreSQL, and
+the directory picking imported rows up on a running service."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy.exc import IntegrityError
+from typer.testing import CliRunner
+
+from heddle.db.base import Database
+from heddle.db.migrate import upgrade
+from heddle.identify.cli import app
+from heddle.identify.directory import Directory
+from heddle.identify.importers import DirectoryRow, ImportFormatError, parse_fedach, parse_ifsc_csv
+from heddle.identify.importers.store import upsert_rows
+from heddle.identify.names import NameResolverRegistry
+from heddle.identify.schemas import IdentifyRequest, Rail
+from heddle.identify.service import IdentifyService
+
+FIXTURES = Path(__file__).parent / "fixtures"
+runner = CliRunner()
+
+
+def cli(*args: str) -> tuple[int, dict]:
+    result = runner.invoke(app, [*args, "--json"])
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1, result.stdout  # exactly one JSON object
+    return result.exit_code, json.loads(lines[0])
+
+
+def fedach_line(routing="021000021", office="O", record_type="1", change="081720",
+                new="000000000", name="JPMORGAN CHASE BANK, NA", city="HOUSTON", state="TX",
+                zip_code="77252") -> str:
+    line = (routing + office + "021001208" + record_type + change + new + name.ljust(36)
+            + "PO BOX 2558".ljust(36) + city.ljust(20) + state + zip_code + "2558" + "8004662002"
+            + "11")
+    assert len(line) == 150
+    return line + "     "
+
+
+def test_fedach_import_and_reimport(db_url):
+    code, out = cli("import", str(FIXTURES / "fedach_sample.txt"), "--format", "fedach",
+                    "--database-url", db_url)
+    assert code == 0
+    assert out == {"format": "fedach", "rail": "routing_number", "rows": 5, "inserted": 5, "updated": 0}
+    code, out = cli("import", str(FIXTURES / "fedach_sample.txt"), "--format", "fedach",
+                    "--database-url", db_url)
+    assert (code, out["inserted"], out["updated"]) == (0, 0, 5)
+
+
+def test_ifsc_imports_both_header_variants(db_url):
+    code, out = cli("import", str(FIXTURES / "ifsc_razorpay_sample.csv"), "--format", "ifsc-csv",
+                    "--database-url", db_url)
+    assert (code, out["rows"], out["inserted"]) == (0, 4, 4)
+    code, out = cli("import", str(FIXTURES / "ifsc_rbi_sample.csv"), "--format", "ifsc-csv",
+                    "--database-url", db_url)
+    assert (code, out["rows"], out["inserted"]) == (0, 3, 3)
+    code, out = cli("coverage", "--database-url", db_url)
+    assert code == 0 and out["rails"]["ifsc"]["imported"] == 7
+    assert out["rails"]["routing_number"] == {"curated": 30, "imported": 0, "total": 30}
+    assert out["rails"]["iban"]["curated"] > 10_000 and out["curated_as_of"]["sepa"]
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (fedach_line(routing="021000022"), "line 2: routing number 021000022 fails the ABA check digit"),
+    (fedach_line(office="X"), "line 2: office code"),
+    (fedach_line(record_type="7"), "line 2: record type"),
+    (fedach_line(change="133120"), "line 2: change date"),
+    (fedach_line(record_type="2"), "line 2: record type 2 needs a valid new routing number"),
+    (fedach_line(name=""), "line 2: customer name is empty"),
+    (fedach_line(state="T1"), "line 2: state code"),
+    (fedach_line(zip_code="7725A"), "line 2: zip code"),
+    (fedach_line()[:140], "line 2: a FedACH record is 155 characters"),
+    (fedach_line() + "EXTRA", "line 2: a FedACH record is 155 characters"),
+    (fedach_line(routing="026009593"), "line 2: routing number 026009593 already appears on line 1"),
+])
+def test_fedach_bad_lines_are_named_and_nothing_is_written(tmp_path, sqlite_url, content, fragment):
+    path = tmp_path / "FedACHdir.txt"
+    path.write_text(fedach_line(routing="026009593", name="BANK OF AMERICA, N.A.") + "\n"
+                    + content + "\n")
+    code, out = cli("import", str(path), "--format", "fedach", "--database-url", sqlite_url)
+    assert code == 1 and out["error"]["code"] == "invalid_file"
+    assert fragment in out["error"]["message"] and out["error"]["details"]["line"] == 2
+    code, out = cli("coverage", "--database-url", sqlite_url)
+    assert out["rails"]["routing_number"]["imported"] == 0
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ("BANK,IFSC\nState Bank of India,SBIN000030\n", "line 2: 'SBIN000030' is not an IFSC"),
+    ("BANK,IFSC\n,SBIN0000300\n", "line 2: BANK is empty"),
+    ("BANK,IFSC,SWIFT\nSBI,SBIN0000300,NOT-A-BIC\n", "line 2: SWIFT 'NOT-A-BIC' is not a BIC"),
+    ("BANK,IFSC,NEFT\nSBI,SBIN0000300,maybe\n", "line 2: NEFT must be true or false"),
+    ("BANK,IFSC\nSBI,SBIN0000300\nSBI,sbin0000300\n", "line 3: IFSC SBIN0000300 already appears on line 2"),
+    ("BANK,IFSC\nSBI,SBIN0000300,extra\n", "line 2: expected 2 fields, got 3"),
+    ("BANKNAME,CODE\nSBI,SBIN0000300\n", "line 1: the header must name the BANK and IFSC columns"),
+    ("BANK,IFSC\n", "the file holds no IFSC rows"),
+    ("", "the file is empty"),
+    ("BANK,IFSC\nSBI,\"SBIN0000300\nSBI\0,x\n", "line 3: 'SBIN0000300\\nSBI\\x00,X' is not an IFSC"),
+    ("BANK,IFSC\nSBI,\"" + "A" * 200_000 + "\"\n", "line 2: unreadable CSV: field larger than field limit"),
+    ("BANK,IFSC,CITY\nSBI,SBIN0000300," + "M" * 200 + "\n", "line 2: CITY is longer than 120"),
+])
+def test_ifsc_bad_files(tmp_path, sqlite_url, content, fragment):
+    path = tmp_path / "ifsc.csv"
+    path.write_bytes(content.encode())
+    code, out = cli("import", str(path), "--format", "ifsc-csv", "--database-url", sqlite_url)
+    assert code == 1 and fragment in out["error"]["message"], out
+
+
+def test_undecodable_and_missing_files(tmp_path, sqlite_url):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(fedach_line().encode() + b"\n" + "BANCO ESPAÑOL".encode("latin-1") + b"\n")
+    code, out = cli("import", str(path), "--format", "fedach", "--database-url", sqlite_url)
+    assert code == 1 and out["error"]["message"] == "line 2: not valid ascii text"
+    code, out = cli("import", str(tmp_path / "missing.txt"), "--format", "fedach")
+    assert code == 1 and out["error"]["code"] == "unreadable_file"
+    result = runner.invoke(app, ["import", str(path), "--format", "swift-xml"])
+    assert result.exit_code == 2  # usage error from the CLI parser
+
+
+def test_text_output_without_json(sqlite_url):
+    result = runner.invoke(app, ["import", str(FIXTURES / "fedach_sample.txt"), "--format",
+                                 "fedach", "--database-url", sqlite_url])
+    assert result.exit_code == 0 and "Imported 5 routing_number rows (5 new, 0 updated)." in result.stdout
+
+
+async def test_a_failing_batch_writes_nothing(db_url):
+    await upgrade(db_url)
+    db = Database(db_url)
+    try:
+        good = [DirectoryRow(rail="routing_number", code=f"{n:09d}", name="BANK", type="bank",
+                             country="US", source="test") for n in range(1500)]
+        broken = DirectoryRow(rail="routing_number", code="999999999", name=None, type="bank",
+                              country="US", source="test")
+        with pytest.raises(IntegrityError):  # NOT NULL name, in the second 1000-row batch
+            await upsert_rows(db, [*good, broken])
+        directory = Directory()
+        assert await directory.refresh(db) == 0
+    finally:
+        await db.dispose()
+
+
+class Ticks:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+async def test_running_service_picks_up_imports(db_url):
+    await upgrade(db_url)
+    db = Database(db_url)
+    ticks = Ticks()
+    directory = Directory(monotonic=ticks)
+    service = IdentifyService(directory, NameResolverRegistry(), db=db, refresh_interval_s=5)
+    try:
+        before = await service.identify(IdentifyRequest(identifier="011104050"))
+        assert before.result.value == "not_found"
+
+        await upsert_rows(db, parse_fedach((FIXTURES / "fedach_sample.txt").read_bytes()))
+        ticks.now += 1  # within the interval: no check yet
+        assert (await service.identify(IdentifyRequest(identifier="011104050"))).result.value == "not_found"
+        ticks.now += 5
+        after = (await service.identify(IdentifyRequest(identifier="011104050"))).to_dict()
+        assert after["result"] == "identified"
+        assert after["institution"]["name"] == "WEBSTER BANK"
+        assert after["institution"]["address"] == {"city": "NEW BRITAIN", "country": "US"}
+        assert after["reachable_rails"] == ["ach"]
+
+        # Imported rows win for name and city; curated rails and type are kept.
+        chase = (await service.identify(IdentifyRequest(identifier="021000021"))).to_dict()
+        assert chase["institution"]["name"] == "JPMORGAN CHASE BANK, NA"
+        assert chase["institution"]["type"] == "bank"
+        assert chase["reachable_rails"] == ["ach", "wire", "rtp", "fednow"]
+        moved = (await service.identify(IdentifyRequest(identifier="053112495"))).to_dict()
+        assert moved["detail"] == "FedACH routes items for this routing number to 053112330."
+
+        ticks.now += 10  # nothing changed: the cheap query does not re-read the rows
+        assert not await directory.refresh_if_stale(db, 5)
+
+        await upsert_rows(db, parse_ifsc_csv((FIXTURES / "ifsc_razorpay_sample.csv").read_bytes()))
+        ticks.now += 10
+        kotak = (await service.identify(IdentifyRequest(identifier="KKBK0000958"))).to_dict()
+        # Per-branch flags are complete: the branch is not on RTGS although the bank is.
+        assert kotak["reachable_rails"] == ["neft", "imps", "upi"]
+        assert kotak["institution"]["bic"] == "KKBKINBB" and kotak["institution"]["address"]["city"] == "MUMBAI"
+        unknown_bank = (await service.identify(IdentifyRequest(identifier="XCOB0000001"))).to_dict()
+        assert unknown_bank["result"] == "identified" and unknown_bank["reachable_rails"] == ["neft"]
+        assert directory.imported_count(Rail.IFSC) == 4
+    finally:
+        await db.dispose()
+
+
+def test_parsers_reject_empty_input():
+    with pytest.raises(ImportFormatError):
+        parse_fedach(b"\n\n")
+    with pytest.raises(ImportFormatError):
+        parse_ifsc_csv(b"")
+
+
+async def test_concurrent_refreshes_do_not_queue(sqlite_url):
+    await upgrade(sqlite_url)
+    db = Database(sqlite_url)
+    try:
+        await upsert_rows(db, parse_fedach((FIXTURES / "fedach_sample.txt").read_bytes()))
+        directory = Directory()
+        first, second = await asyncio.gather(directory.refresh_if_stale(db, 0),
+                                             directory.refresh_if_stale(db, 0))
+        # One caller reloads; the other answers from the rows it has instead of waiting.
+        assert sorted([first, second]) == [False, True]
+        assert directory.imported_count(Rail.ROUTING_NUMBER) == 5
+        directory.warm_up()
+    finally:
+        await db.dispose()
