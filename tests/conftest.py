@@ -17,12 +17,6 @@ import pytest
 PG_ADMIN_URL = os.environ.get("HEDDLE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _pg_available() -> bool:
     if os.environ.get("HEDDLE_TEST_PG") == "0":
         return False

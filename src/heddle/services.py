@@ -31,9 +31,13 @@ class Services:
         self.registry = None  # model classes (heddle.loom.providers.registry)
         self.engine = None
         self.executor = None
-        self.events = None  # realtime publisher (EventSink) or None
+        from heddle.realtime.setup import Realtime
+
+        self.realtime = Realtime(settings)
+        self.events = self.realtime.publisher  # EventSink, or None when realtime is off
         self.direct_auth = None  # async (request, token, session) -> AuthContext
         self.outbound = None  # httpx.AsyncClient, SSRF-guarded
+        self.identify = None  # heddle.identify.service.IdentifyService
         self.jwks = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -50,6 +54,7 @@ class Services:
         self.request_log = RequestLogWriter(self.db, self.metrics)
         await self.request_log.start()
         self._start_outbound()
+        self._start_identify()
         await self._start_loom()
         self.started = True
         log.info("heddle_started", database=self.db.engine.url.render_as_string(hide_password=True))
@@ -60,6 +65,7 @@ class Services:
         from heddle.auth.jwks import JwksCache
         from heddle.auth.session_tokens import SessionTokenVerifier
         from heddle.outbound.safe_http import build_outbound_client
+        from heddle.outbound.token_cache import SubjectTokenCache
 
         s = self.settings
         self.outbound = build_outbound_client(
@@ -67,6 +73,13 @@ class Services:
             timeout=s.outbound_timeout, max_response_bytes=s.outbound_max_response_bytes)
         self.jwks = JwksCache(self.outbound, ttl=s.jwks_cache_ttl, min_refresh_interval=s.jwks_refresh_min_interval)
         self.direct_auth = DirectAuthenticator(self.db, SessionTokenVerifier(None, self.jwks))
+        self.subject_tokens = SubjectTokenCache()
+
+    def _start_identify(self) -> None:
+        from heddle.identify.service import build_identify_service
+
+        # Holder-name providers are called through the SSRF-guarded client too.
+        self.identify = build_identify_service(self.settings, self.outbound, db=self.db)
 
     async def _start_loom(self) -> None:
         from heddle.loom.engine import RunEngine
@@ -87,6 +100,8 @@ class Services:
             await self.executor.stop()
         if self.registry:
             await self.registry.aclose()
+        if self.events is not None:
+            await self.events.aclose()
         if self.outbound is not None:
             await self.jwks.aclose()
             await self.outbound.aclose()

@@ -83,7 +83,7 @@ def _serve(port: int, db_url: str, model_port: int) -> subprocess.Popen:
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_killed_mid_run_then_recovered(backend, tmp_path, request, monkeypatch):
-    from conftest import free_port
+    from support.net import free_port
     from support.server import LiveServer
     from support.tenants import make_tenant
 

@@ -14,22 +14,16 @@ import uvicorn
 from heddle.app import create_app
 from heddle.config import Settings
 
+from support.net import free_port
+
 T = TypeVar("T")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class LiveServer:
     """Starts `create_app(settings)` under uvicorn; `call()` runs a coroutine on its loop."""
 
     def __init__(self, **settings: Any):
-        self.port = _free_port()
+        self.port = free_port()
         settings.setdefault("log_level", "WARNING")
         settings.setdefault("outbound_allow_private", True)
         self.settings = Settings(host="127.0.0.1", port=self.port, **settings)

@@ -53,9 +53,11 @@ Secret key (keep it on your server): {d['secret']}
 Agent: {d['agent_id']} (scripted model; tools: identify, get_balance, send_transfer)
 
 1. Start Heddle (another terminal):  heddle serve --dev
-2. Optional, for the hosted tools, start the example tool host:
-   HEDDLE_REQUEST_SECRET={d['request_secret']} python -m examples.toolhost   (listens on {d['toolhost_url']})
-   (relay runs mint a subject token first: see examples/toolhost/README.md for the mint URL)
+2. Optional, for the hosted tools, start the example tool host (it also serves a relay mint endpoint):
+   TOOLHOST_REQUEST_SECRET={d['request_secret']} TOOLHOST_AUDIENCE=demo-payments \
+     python -m examples.toolhost serve --keys ./toolhost-keys        (listens on {d['toolhost_url']})
+   heddle workspace update {d['workspace_id']} --mint-url {d['toolhost_url']}/mint \
+     --jwks-file ./toolhost-keys/jwks.json
 3. Talk to the agent:
    curl -s localhost:8080/v1/loom/threads {h} -d '{{"agent": "{d['agent_id']}"}}'
    curl -s localhost:8080/v1/loom/threads/THREAD_ID/messages {h} -d '{{"content": "Where does DEUTDEFF go?"}}'

@@ -31,6 +31,7 @@ from heddle.loom.states import RUNNING, transition
 from heddle.loom.tools import ToolRunner, tool_definition, tool_specs
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
+from heddle.workspaces.models import Workspace
 
 log = get_logger(__name__)
 
@@ -147,7 +148,7 @@ class RunEngine:
                     session.add(self._new_tool_call(run, agent, turn, seq + i, call))
             else:
                 await self._finish(session, run, response.text or "", effects)
-        await effects.apply(self.events(), None)
+        await self._publish(effects, run.workspace_id)
 
     def _new_tool_call(self, run: Run, agent: Agent, turn: Turn, seq: int, call) -> ToolCall:
         definition = tool_definition(agent, call.name)
@@ -175,6 +176,14 @@ class RunEngine:
         effects.message_created(run.thread_id, message_dict(message))
         effects.run_updated(run.thread_id, await render_run(session, run))
 
+    async def _publish(self, effects: Effects, workspace_id: str) -> None:
+        sink = self.events()
+        if sink is None or not effects.events:
+            return
+        async with self.db.session() as session:
+            enabled = await session.scalar(select(Workspace.realtime_enabled).where(Workspace.id == workspace_id))
+        await effects.apply(sink, None, bool(enabled))
+
     # -- tool calls -----------------------------------------------------------------------
 
     async def _run_tool(self, run: Run, agent: Agent, call: ToolCall) -> None:
@@ -198,7 +207,11 @@ class RunEngine:
             call.status, call.result = status, result
             if execution is not None:
                 call.patch_ref = execution.patch_ref
-                call.attempts = [*(call.attempts or []), *execution.attempts]
+                if execution.attempts:  # earlier attempts (a crashed process's) stay in the trace
+                    earlier = list(call.attempts or [])
+                    if earlier and earlier[-1].get("in_flight"):
+                        earlier.pop()  # this call's own marker, replaced by its real attempts
+                    call.attempts = [*earlier, *execution.attempts]
                 if execution.connection_id and run.connection_id is None:
                     run.connection_id = execution.connection_id
                 if execution.cost_micro and not execution.charged:
@@ -224,7 +237,7 @@ class RunEngine:
             effects.message_created(run.thread_id, message_dict(message))
             effects.run_updated(run.thread_id, await render_run(session, run))
         self.metrics.runs.labels("awaiting_input").inc()
-        await effects.apply(self.events(), None)
+        await self._publish(effects, run.workspace_id)
 
     async def _pause(self, run_id: uuid.UUID, event: str) -> None:
         effects = Effects()
@@ -233,7 +246,7 @@ class RunEngine:
             await transition(session, run, event)
             effects.run_updated(run.thread_id, await render_run(session, run))
         self.metrics.runs.labels("awaiting_outcome").inc()
-        await effects.apply(self.events(), None)
+        await self._publish(effects, run.workspace_id)
 
     async def _fail(self, run_id: uuid.UUID, code: str, message: str) -> None:
         effects = Effects()
@@ -248,5 +261,5 @@ class RunEngine:
             return
         self.metrics.runs.labels("failed").inc()
         log.info("run_failed", run_id=str(run_id), code=code)
-        await effects.apply(self.events(), None)
+        await self._publish(effects, run.workspace_id)
 

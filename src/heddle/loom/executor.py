@@ -25,6 +25,9 @@ from heddle.observability.metrics import Metrics
 
 log = get_logger(__name__)
 
+# Lease bookkeeping is not a change a caller can see: keep `updated_at` (its onupdate would fire).
+_KEEP_UPDATED_AT = {"updated_at": Run.updated_at}
+
 
 class InProcessExecutor:
     def __init__(self, db: Database, engine: RunEngine, metrics: Metrics, *, concurrency: int = 64,
@@ -97,7 +100,7 @@ class InProcessExecutor:
                 update(Run).where(Run.id == run_id, Run.state == RUNNING,
                                   or_(Run.lease_owner.is_(None), Run.lease_owner == self.owner,
                                       Run.lease_expires_at < now))
-                .values(lease_owner=self.owner, lease_expires_at=now + self.lease)
+                .values(lease_owner=self.owner, lease_expires_at=now + self.lease, **_KEEP_UPDATED_AT)
                 .execution_options(synchronize_session=False))
             return result.rowcount == 1
 
@@ -107,20 +110,20 @@ class InProcessExecutor:
             async with self.db.transaction() as session:
                 await session.execute(
                     update(Run).where(Run.id == run_id, Run.lease_owner == self.owner)
-                    .values(lease_expires_at=utcnow() + self.lease).execution_options(synchronize_session=False))
+                    .values(lease_expires_at=utcnow() + self.lease, **_KEEP_UPDATED_AT).execution_options(synchronize_session=False))
 
     async def _release(self, run_id: uuid.UUID) -> None:
         async with self.db.transaction() as session:
             await session.execute(
                 update(Run).where(Run.id == run_id, Run.lease_owner == self.owner)
-                .values(lease_owner=None, lease_expires_at=None).execution_options(synchronize_session=False))
+                .values(lease_owner=None, lease_expires_at=None, **_KEEP_UPDATED_AT).execution_options(synchronize_session=False))
 
     async def _release_all(self) -> None:
         try:
             async with self.db.transaction() as session:
                 await session.execute(
                     update(Run).where(Run.lease_owner == self.owner)
-                    .values(lease_owner=None, lease_expires_at=None).execution_options(synchronize_session=False))
+                    .values(lease_owner=None, lease_expires_at=None, **_KEEP_UPDATED_AT).execution_options(synchronize_session=False))
         except Exception:
             log.exception("lease_release_failed")
 
@@ -135,7 +138,7 @@ class InProcessExecutor:
         if all_running and run_ids:
             async with self.db.transaction() as session:
                 await session.execute(update(Run).where(Run.id.in_(run_ids))
-                                      .values(lease_owner=None, lease_expires_at=None)
+                                      .values(lease_owner=None, lease_expires_at=None, **_KEEP_UPDATED_AT)
                                       .execution_options(synchronize_session=False))
         for run_id in run_ids:
             if run_id not in self._tasks:

@@ -1,0 +1,130 @@
+"""A real tool host on a loopback port that verifies every call with heddle.toolhost."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from heddle.auth.jwk_keys import generate_keypair, mint_session_token
+from heddle.toolhost import ReplayCache, ToolHostVerifier
+
+AUDIENCE = "my-app"
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    raw: bytes
+    claims: dict[str, Any] | None
+
+
+@dataclass
+class ToolHost:
+    request_secret: str
+    key_id: str  # the workspace API key id the caller's tokens name as `iss`
+    port: int = 0
+    requests: list[Recorded] = field(default_factory=list)
+    mints: int = 0
+    mint_status: int = 200
+    flaky_failures: int = 1
+
+    def __post_init__(self):
+        self.private_pem, self.jwks = generate_keypair("ES256", "caller-key")
+        app = Starlette(routes=[Route(p, self._handle, methods=["POST"]) for p in (
+            "/tools/balance", "/tools/transfer", "/tools/flaky", "/tools/slow", "/mint")])
+        verified = ToolHostVerifier(app, request_secret=self.request_secret, audience=AUDIENCE, jwks=self.jwks,
+                                    signature_only_paths={"/mint"}, replay_cache=ReplayCache())
+        from support.net import free_port
+
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(verified, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def mint_token(self, subject: str) -> str:
+        return mint_session_token(self.private_pem, kid="caller-key", alg="ES256", key_id=self.key_id,
+                                  subject=subject, audience=("service", AUDIENCE), ttl=120)
+
+    async def _handle(self, request: Request):
+        raw = await request.body()
+        body = json.loads(raw or b"{}")
+        claims = getattr(request.state, "toolhost_claims", None)
+        self.requests.append(Recorded(request.url.path, dict(request.headers), body, raw, claims))
+        path = request.url.path
+        if path == "/mint":
+            self.mints += 1
+            if self.mint_status != 200:
+                return JSONResponse({"error": "down"}, status_code=self.mint_status)
+            return JSONResponse({"status": "success", "data": {"token": self.mint_token(body["subject"]),
+                                                               "expires_in": 120}})
+        if claims is not None and claims["sub"] != body["subject"]:
+            return JSONResponse({"error": "token is for another subject"}, status_code=403)
+        if path == "/tools/balance":
+            return JSONResponse({"balance": 10, "currency": "USD"})
+        if path == "/tools/transfer":
+            return JSONResponse({"patch_ref": f"tr_{body['tool_call_id'][:8]}", "status": "pending"})
+        if path == "/tools/flaky":
+            if self.flaky_failures > 0:
+                self.flaky_failures -= 1
+                return JSONResponse({"error": "busy"}, status_code=503)
+            return JSONResponse({"ok": True})
+        await asyncio.sleep(3)  # /tools/slow: longer than Heddle's outbound timeout
+        return JSONResponse({"late": True})
+
+    def start(self) -> ToolHost:
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+
+    def calls(self, path: str) -> list[Recorded]:
+        return [r for r in self.requests if r.path == path]
+
+
+TOOLS = [
+    {"name": "balance", "description": "Balance", "path": "/tools/balance", "connection": "bank",
+     "interaction": "auto", "reliability": "idempotent"},
+    {"name": "transfer", "description": "Send money", "path": "/tools/transfer", "connection": "bank",
+     "interaction": "confirm", "reliability": "at_most_once", "risk": "high",
+     "parameters": {"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]}},
+    {"name": "flaky", "description": "Sometimes busy", "path": "/tools/flaky", "connection": "bank",
+     "interaction": "auto", "reliability": "idempotent"},
+    {"name": "slow", "description": "Too slow", "path": "/tools/slow", "connection": "bank",
+     "interaction": "auto", "reliability": "at_most_once"},
+]
+
+
+@pytest.fixture
+def toolhost(tenant):
+    from heddle.workspaces import service as ws_service
+
+    ws = tenant.run(lambda s: ws_service.get_workspace(s, tenant.workspace_id))
+    host = ToolHost(request_secret=ws.request_secret, key_id=tenant.key_id).start()
+    tenant.update(mint_url=f"{host.base_url}/mint", jwks_json=host.jwks)
+
+    async def connect(s):
+        await ws_service.create_connection(s, tenant.workspace_id, "bank", host.base_url)
+
+    tenant.run(connect)
+    tenant.agent = tenant.add_agent({"name": "banker", "model_class": "scripted", "instructions": "", "tools": TOOLS})
+    yield host
+    host.stop()
