@@ -1,0 +1,72 @@
+"""`GET /v1/loom/realtime/config` and `POST /v1/loom/realtime/auth` (Pusher channel authorization)."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from heddle.api.deps import db_session, loom_auth, services
+from heddle.api.envelope import error_responses, ok
+from heddle.auth.context import AuthContext
+from heddle.errors import HeddleError
+from heddle.loom.queries import visible_thread
+from heddle.realtime.channel_auth import channel_auth, is_valid_socket_id, parse_thread_channel
+
+router = APIRouter(prefix="/v1/loom/realtime", tags=["realtime"])
+AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "subject_header_with_token",
+               "invalid_subject")
+
+
+@router.get("/config", summary="Public realtime settings for the client (never a secret)",
+            responses=error_responses(*AUTH_ERRORS))
+async def realtime_config(request: Request, auth: AuthContext = Depends(loom_auth)):
+    return ok(services(request).realtime.public_config(auth.workspace.realtime_enabled))
+
+
+async def _auth_body(request: Request) -> tuple[str, str]:
+    raw = await request.body()
+    ctype = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    try:
+        if ctype == "application/x-www-form-urlencoded":
+            form = {k: v[0] for k, v in parse_qs(raw.decode(), strict_parsing=False).items()}
+        else:
+            form = json.loads(raw or b"{}")
+            if not isinstance(form, dict):
+                raise ValueError
+    except (ValueError, UnicodeDecodeError):
+        raise HeddleError("invalid_request", "The body must be JSON or form-encoded with socket_id and "
+                          "channel_name.") from None
+    socket_id, channel = form.get("socket_id"), form.get("channel_name")
+    problems = []
+    if not isinstance(socket_id, str) or not is_valid_socket_id(socket_id):
+        problems.append({"location": "body", "field": "socket_id", "message": "must look like 123.456"})
+    if not isinstance(channel, str) or parse_thread_channel(channel) is None:
+        problems.append({"location": "body", "field": "channel_name",
+                         "message": "must be private-thread-<thread uuid>"})
+    if problems:
+        raise HeddleError("invalid_request", "Invalid realtime authorization request.", details=problems)
+    return socket_id, channel
+
+
+@router.post("/auth", summary="Authorize a pusher-js subscription to private-thread-<thread id>",
+             description=("JSON or form-encoded (as pusher-js sends it) `socket_id` and `channel_name`. "
+                          "The answer carries `auth` in `data` and, so that pusher-js's default authorizer "
+                          "reads it, also at the top level."),
+             responses=error_responses(*AUTH_ERRORS, "subject_required", "forbidden", "realtime_disabled"))
+async def realtime_auth(request: Request, auth: AuthContext = Depends(loom_auth),
+                        session: AsyncSession = Depends(db_session)):
+    auth.require_subject()
+    socket_id, channel = await _auth_body(request)
+    svc = services(request)
+    if not svc.realtime.enabled(auth.workspace.realtime_enabled):
+        raise HeddleError("realtime_disabled")
+    try:
+        await visible_thread(session, auth, str(parse_thread_channel(channel)))
+    except HeddleError:
+        raise HeddleError("forbidden", "This caller's subject does not own that thread.") from None
+    signature = channel_auth(svc.realtime.key, svc.realtime.secret, socket_id, channel)
+    return JSONResponse({"status": "success", "data": {"auth": signature}, "auth": signature})
