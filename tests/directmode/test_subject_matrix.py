@@ -41,7 +41,7 @@ def test_subject_b_cannot_read_write_or_subscribe_to_subject_a(http, direct_tena
     # Realtime: Bob cannot authorize a subscription to Alice's thread channel
     resp = http.post("/v1/loom/realtime/auth", headers=bob,
                      json={"socket_id": "123.456", "channel_name": f"private-thread-{thread}"})
-    assert resp.status_code in (403, 404) and resp.json()["status"] == "error"
+    assert resp.status_code == 403 and resp.json()["error"]["code"] == "forbidden"
     # Nothing of Alice's changed
     after = http.get(f"/v1/loom/runs/{run_id}", headers=alice).json()["data"]
     assert after["state"] == "awaiting_input" and after["updated_at"] == run["updated_at"]
