@@ -59,13 +59,20 @@ async def _relay(request: Request, bearer: str, session: AsyncSession) -> AuthCo
     return await authenticate_secret(session, bearer)
 
 
-async def workspace_key_auth(request: Request, session: AsyncSession = Depends(db_session)) -> AuthContext:
-    """Identify and other workspace-key-only endpoints."""
+async def workspace_key_auth(request: Request) -> AuthContext:
+    """Identify and other workspace-key-only endpoints.
+
+    Uses its own short session, released before the handler runs: Identify then opens its own
+    sessions (lookup refresh, charge), and holding one connection while waiting for another
+    would deadlock the pool under load.
+    """
     bearer = _bearer(request)
     if looks_like_jwt(bearer):
         raise HeddleError("unauthorized", "This endpoint accepts only a workspace API key "
                           "(Bearer sk_…), not a session token.")
-    return _publish(request, await _relay(request, bearer, session))
+    async with services(request).database().session() as session:
+        ctx = await _relay(request, bearer, session)
+    return _publish(request, ctx)
 
 
 async def loom_auth(request: Request, session: AsyncSession = Depends(db_session)) -> AuthContext:
