@@ -33,7 +33,8 @@ from identify_lookup import bench_lookups  # noqa: E402
 IDENTIFIED = ["DEUTDEFF", "CHASUS33", "021000021", "SBIN0000300", "DE89370400440532013000", "NWBKGB2L"]
 
 
-async def _rate(base_url: str, method: str, path: str, headers: dict, bodies, seconds: float, concurrency: int) -> float:
+async def _rate(base_url: str, method: str, path: str, headers: dict, bodies, seconds: float,
+                concurrency: int) -> float:
     done = 0
     deadline = time.perf_counter() + seconds
 

@@ -11,9 +11,9 @@ from heddle.api.middleware import RequestContextMiddleware
 from heddle.api.openapi import install_openapi
 from heddle.api.system import router as system_router
 from heddle.config import Settings, get_settings
-from heddle.observability.logging import configure_logging
 from heddle.identify.routes import router as identify_router
 from heddle.loom.routes import router as loom_router
+from heddle.observability.logging import configure_logging
 from heddle.realtime.pusher_protocol import PusherProtocolServer
 from heddle.realtime.routes import router as realtime_router
 from heddle.services import Services

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from direct.direct_testkit import JwksServer, make_signing_key
 
 ALGS = ["RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512"]

@@ -6,11 +6,10 @@ import time
 import uuid
 
 import pytest
+
 from direct.direct_testkit import forge_hs256, sign, unsigned
-from support.loom import SCRIPTED_AGENT, open_thread, post, wait_run
-
 from heddle.workspaces import service as ws_service
-
+from support.loom import SCRIPTED_AGENT, open_thread, post, wait_run
 
 
 def claims(tenant, **overrides):

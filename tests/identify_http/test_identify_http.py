@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from support.loom import SCRIPTED_AGENT, open_thread, post, wait_run
-from support.tenants import make_tenant
 
 from heddle.money import MICRO
+from support.loom import SCRIPTED_AGENT, open_thread, post, wait_run
+from support.tenants import make_tenant
 
 
 def identify(http, tenant, body, **headers):

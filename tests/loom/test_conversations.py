@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+
 from support.loom import SCRIPTED_AGENT, open_thread, post, wait_run
 
 

@@ -21,6 +21,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
 from support.loom import open_thread, post, wait_run
 
 pytestmark = pytest.mark.slow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from support.loom import SCRIPTED_AGENT, open_thread, post, wait_run
 from support.tenants import make_tenant
 

@@ -14,9 +14,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from support.net import free_port
 
 from heddle.realtime.publish import PusherPublisher
+from support.net import free_port
 
 APP_ID, KEY, SECRET = "4242", "hosted-key", "hosted-secret"
 

@@ -10,10 +10,10 @@ import pusher
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support.loom import SCRIPTED_AGENT, open_thread
 from websockets.asyncio.client import connect
 
 from heddle.realtime.channel_auth import channel_auth, is_valid_socket_id, parse_thread_channel
+from support.loom import SCRIPTED_AGENT, open_thread
 
 
 @given(a=st.integers(0, 10**12), b=st.integers(0, 10**12), thread=st.uuids())

@@ -1,5 +1,5 @@
 // Drives the official pusher-js client against heddle serve, for the test suite.
-// argv[2] is JSON: {key, wsHost, wsPort, authEndpoint, token, channels: [...], expect, timeoutMs}
+// argv[2] is JSON: {key, wsHost, wsPort, authEndpoint, token, headers?, channels: [...], expect, timeoutMs}
 // Prints one JSON line per happening: state changes, subscription results and events.
 import Pusher from "pusher-js";
 
@@ -15,7 +15,7 @@ const pusher = new Pusher(cfg.key, {
   channelAuthorization: {
     endpoint: cfg.authEndpoint,
     transport: "ajax",
-    headers: { Authorization: `Bearer ${cfg.token}` },
+    headers: { Authorization: `Bearer ${cfg.token}`, ...(cfg.headers || {}) },
   },
 });
 

@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+
 from direct.direct_testkit import make_signing_key, sign
 from support.loom import SCRIPTED_AGENT, open_thread, post, wait_run
 

@@ -13,7 +13,6 @@ import uvicorn
 
 from heddle.app import create_app
 from heddle.config import Settings
-
 from support.net import free_port
 
 T = TypeVar("T")

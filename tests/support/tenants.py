@@ -10,7 +10,6 @@ from heddle.loom import agents as agent_service
 from heddle.loom.agent_file import AgentFile
 from heddle.money import to_micro
 from heddle.workspaces import service as ws_service
-
 from support.server import LiveServer
 
 

@@ -81,15 +81,15 @@ async def loom_auth(request: Request, session: AsyncSession = Depends(db_session
     Authentication runs in the handler's own session (FastAPI gives both the same one), so a
     request opens one database session, not two.
     """
-    return await _loom(request, session)
+    return await _loom(request, session, write=False)
 
 
 async def loom_auth_for_write(request: Request, session: AsyncSession = Depends(db_write_session)) -> AuthContext:
     """Loom writes: as `loom_auth`, inside the handler's write transaction."""
-    return await _loom(request, session)
+    return await _loom(request, session, write=True)
 
 
-async def _loom(request: Request, session: AsyncSession) -> AuthContext:
+async def _loom(request: Request, session: AsyncSession, *, write: bool) -> AuthContext:
     bearer = _bearer(request)
     subject_header = request.headers.get("service-subject")
     connection_header = request.headers.get("service-connection")
@@ -98,7 +98,7 @@ async def _loom(request: Request, session: AsyncSession) -> AuthContext:
             raise HeddleError("subject_header_with_token", "Service-Subject must not be sent with a "
                               "session token: the token's `sub` is the subject.")
         authenticate_direct = services(request).direct_auth
-        ctx = await authenticate_direct(request, bearer, session)
+        ctx = await authenticate_direct(request, bearer, None if write else session)
         return _publish(request, ctx)
     ctx = await _relay(request, bearer, session)
     subject = validate_subject(subject_header.strip()) if subject_header is not None else None

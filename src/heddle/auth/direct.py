@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fastapi import Request
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.auth.context import AuthContext
 from heddle.auth.relay import workspace_info
@@ -22,34 +23,41 @@ class DirectAuthenticator:
         self.db = db
         self.verifier = verifier
 
-    async def __call__(self, request: Request, token: str, _session=None) -> AuthContext:
-        # The key lookup and a possible JWKS fetch use their own short read session, never the
-        # handler's write transaction, so a slow JWKS URI cannot hold the database's write lock.
-        found: dict[str, Workspace] = {}
+    async def __call__(self, request: Request, token: str, read_session: AsyncSession | None = None) -> AuthContext:
+        """Verify `token` for this request. Read routes pass their own (read) session; write
+        routes pass none, so the key lookup and a possible JWKS fetch use a short session of
+        their own and never hold the database's write lock while the JWKS URI answers."""
+        if read_session is not None:
+            return await self._authenticate(request, token, read_session)
         async with self.db.session() as session:
-            async def lookup(key_id: str) -> KeyInfo | None:
-                row = (await session.execute(
-                    select(ApiKey, Workspace).join(Workspace, Workspace.id == ApiKey.workspace_id)
-                    .where(ApiKey.id == key_id))).first()
-                if row is None:
-                    return None
-                key, ws = row
-                found["ws"] = ws
-                return KeyInfo(key_id=key.id, workspace_id=ws.id, active=key.active,
-                               jwks_uri=ws.jwks_uri, jwks_json=ws.jwks_json)
+            return await self._authenticate(request, token, session)
 
-            claims = await self.verifier.verify(token, key_lookup=lookup)
-            ws = found["ws"]
-            origin = request.headers.get("origin")
-            if origin is not None and origin not in (ws.allowed_origins or []):
-                raise HeddleError("origin_not_allowed", f"Origin {origin!r} is not an allowed origin of this "
-                                  "workspace (heddle workspace update --allowed-origin).")
-            if claims.conn is not None:
-                conn = await session.scalar(select(Connection.id).where(
-                    Connection.id == claims.conn, Connection.workspace_id == ws.id))
-                if conn is None:
-                    raise HeddleError("unauthorized", "Session token rejected: `conn` is not a connection of "
-                                      "this workspace.")
+    async def _authenticate(self, request: Request, token: str, session: AsyncSession) -> AuthContext:
+        found: dict[str, Workspace] = {}
+
+        async def lookup(key_id: str) -> KeyInfo | None:
+            row = (await session.execute(
+                select(ApiKey, Workspace).join(Workspace, Workspace.id == ApiKey.workspace_id)
+                .where(ApiKey.id == key_id))).first()
+            if row is None:
+                return None
+            key, ws = row
+            found["ws"] = ws
+            return KeyInfo(key_id=key.id, workspace_id=ws.id, active=key.active,
+                           jwks_uri=ws.jwks_uri, jwks_json=ws.jwks_json)
+
+        claims = await self.verifier.verify(token, key_lookup=lookup)
+        ws = found["ws"]
+        origin = request.headers.get("origin")
+        if origin is not None and origin not in (ws.allowed_origins or []):
+            raise HeddleError("origin_not_allowed", f"Origin {origin!r} is not an allowed origin of this "
+                              "workspace (heddle workspace update --allowed-origin).")
+        if claims.conn is not None:
+            conn = await session.scalar(select(Connection.id).where(
+                Connection.id == claims.conn, Connection.workspace_id == ws.id))
+            if conn is None:
+                raise HeddleError("unauthorized", "Session token rejected: `conn` is not a connection of "
+                                  "this workspace.")
         return AuthContext(
             mode="direct", workspace=workspace_info(ws), key_id=claims.key_id, subject=claims.subject,
             connection_ref=str(claims.conn) if claims.conn else None, session_token=token,

@@ -6,8 +6,8 @@ import typer
 
 from heddle.cli.control import agent_app, connection_app, credits_app, key_app, workspace_app
 from heddle.cli.demo import demo
-from heddle.identify.cli import app as identify_app
 from heddle.cli.output import DatabaseUrl, JsonFlag, emit, run_db
+from heddle.identify.cli import app as identify_app
 
 app = typer.Typer(help="Heddle: Identify and Loom, self-hosted.", no_args_is_help=True,
                   pretty_exceptions_enable=False)

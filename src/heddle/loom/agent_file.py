@@ -87,7 +87,8 @@ def parse_agent_file(text: str, *, filename: str = "agent.yaml") -> AgentFile:
     try:
         data = json.loads(text) if filename.endswith(".json") else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise AgentFileError(f"{filename}: not valid {'JSON' if filename.endswith('.json') else 'YAML'}: {exc}") from exc
+        kind = "JSON" if filename.endswith(".json") else "YAML"
+        raise AgentFileError(f"{filename}: not valid {kind}: {exc}") from exc
     if not isinstance(data, dict):
         raise AgentFileError(f"{filename}: must be a mapping with name, model_class, instructions and tools")
     try:

@@ -137,7 +137,8 @@ class RunEngine:
                 await billing.charge(session, run.workspace_id, cost, reason="model_turn", ref=str(turn.id),
                                      run_id=run.id, key_id=run.key_id)
             except billing.InsufficientCredits:
-                raise RunFailure("insufficient_credits", "The workspace balance could not pay for the model turn.") from None
+                raise RunFailure("insufficient_credits",
+                                 "The workspace balance could not pay for the model turn.") from None
             run.turn_count += 1
             run.cost_micro += cost
             self.metrics.credits_charged.labels("model_turn").inc(cost)
@@ -219,7 +220,8 @@ class RunEngine:
                         await billing.charge(session, run.workspace_id, execution.cost_micro, reason="tool_call",
                                              ref=str(call.id), run_id=run.id, key_id=run.key_id)
                     except billing.InsufficientCredits:
-                        raise RunFailure("insufficient_credits", "The workspace could not pay for a tool call.") from None
+                        raise RunFailure("insufficient_credits",
+                                         "The workspace could not pay for a tool call.") from None
                 call.cost_micro = execution.cost_micro
                 run.cost_micro += execution.cost_micro
             call.updated_at = utcnow()

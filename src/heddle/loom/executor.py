@@ -25,8 +25,17 @@ from heddle.observability.metrics import Metrics
 
 log = get_logger(__name__)
 
-# Lease bookkeeping is not a change a caller can see: keep `updated_at` (its onupdate would fire).
-_KEEP_UPDATED_AT = {"updated_at": Run.updated_at}
+
+
+async def _set_lease(session, *where, **values) -> int:
+    """Update lease columns of the matching runs; returns how many rows changed.
+
+    Lease bookkeeping is not a change a caller can see, so `updated_at` is kept as it is
+    (its onupdate would otherwise fire).
+    """
+    statement = (update(Run).where(*where).values(**values, updated_at=Run.updated_at)
+                 .execution_options(synchronize_session=False))
+    return (await session.execute(statement)).rowcount
 
 
 class InProcessExecutor:
@@ -96,34 +105,28 @@ class InProcessExecutor:
     async def _claim(self, run_id: uuid.UUID) -> bool:
         now = utcnow()
         async with self.db.transaction() as session:
-            result = await session.execute(
-                update(Run).where(Run.id == run_id, Run.state == RUNNING,
-                                  or_(Run.lease_owner.is_(None), Run.lease_owner == self.owner,
-                                      Run.lease_expires_at < now))
-                .values(lease_owner=self.owner, lease_expires_at=now + self.lease, **_KEEP_UPDATED_AT)
-                .execution_options(synchronize_session=False))
-            return result.rowcount == 1
+            claimed = await _set_lease(
+                session, Run.id == run_id, Run.state == RUNNING,
+                or_(Run.lease_owner.is_(None), Run.lease_owner == self.owner, Run.lease_expires_at < now),
+                lease_owner=self.owner, lease_expires_at=now + self.lease)
+            return claimed == 1
 
     async def _renew(self, run_id: uuid.UUID) -> None:
         while True:
             await asyncio.sleep(self.lease.total_seconds() / 3)
             async with self.db.transaction() as session:
-                await session.execute(
-                    update(Run).where(Run.id == run_id, Run.lease_owner == self.owner)
-                    .values(lease_expires_at=utcnow() + self.lease, **_KEEP_UPDATED_AT).execution_options(synchronize_session=False))
+                await _set_lease(session, Run.id == run_id, Run.lease_owner == self.owner,
+                                 lease_expires_at=utcnow() + self.lease)
 
     async def _release(self, run_id: uuid.UUID) -> None:
         async with self.db.transaction() as session:
-            await session.execute(
-                update(Run).where(Run.id == run_id, Run.lease_owner == self.owner)
-                .values(lease_owner=None, lease_expires_at=None, **_KEEP_UPDATED_AT).execution_options(synchronize_session=False))
+            await _set_lease(session, Run.id == run_id, Run.lease_owner == self.owner,
+                             lease_owner=None, lease_expires_at=None)
 
     async def _release_all(self) -> None:
         try:
             async with self.db.transaction() as session:
-                await session.execute(
-                    update(Run).where(Run.lease_owner == self.owner)
-                    .values(lease_owner=None, lease_expires_at=None, **_KEEP_UPDATED_AT).execution_options(synchronize_session=False))
+                await _set_lease(session, Run.lease_owner == self.owner, lease_owner=None, lease_expires_at=None)
         except Exception:
             log.exception("lease_release_failed")
 
@@ -137,9 +140,7 @@ class InProcessExecutor:
             run_ids = list(await session.scalars(query.order_by(Run.created_at)))
         if all_running and run_ids:
             async with self.db.transaction() as session:
-                await session.execute(update(Run).where(Run.id.in_(run_ids))
-                                      .values(lease_owner=None, lease_expires_at=None, **_KEEP_UPDATED_AT)
-                                      .execution_options(synchronize_session=False))
+                await _set_lease(session, Run.id.in_(run_ids), lease_owner=None, lease_expires_at=None)
         for run_id in run_ids:
             if run_id not in self._tasks:
                 log.info("run_recovered", run_id=str(run_id))

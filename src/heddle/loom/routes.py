@@ -51,7 +51,8 @@ async def list_threads(agent: str | None = Query(None, max_length=80), limit: in
              summary="Post a user message: starts a run, or answers the run awaiting input",
              responses=error_responses(*AUTH_ERRORS, "subject_required", "not_found", "run_active",
                                        "connection_required", "connection_not_found"))
-async def post_message(thread_id: str, body: PostMessage, request: Request, auth: AuthContext = Depends(loom_auth_for_write),
+async def post_message(thread_id: str, body: PostMessage, request: Request,
+                       auth: AuthContext = Depends(loom_auth_for_write),
                        session: AsyncSession = Depends(db_write_session)):
     effects = Effects()
     data = await service.post_message(session, auth, thread_id, body.content, effects)
@@ -80,7 +81,8 @@ async def get_trace(run_id: str, auth: AuthContext = Depends(loom_auth), session
 
 @router.post("/runs/{run_id}/outcome", summary="Confirm the outcome of a tool call the run awaits",
              responses=error_responses(*AUTH_ERRORS, "not_found", "run_not_awaiting_outcome"))
-async def post_outcome(run_id: str, body: PostOutcome, request: Request, auth: AuthContext = Depends(loom_auth_for_write),
+async def post_outcome(run_id: str, body: PostOutcome, request: Request,
+                       auth: AuthContext = Depends(loom_auth_for_write),
                        session: AsyncSession = Depends(db_write_session)):
     effects = Effects()
     data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)

@@ -4,10 +4,10 @@ Revision ID: 0001
 Revises: 
 Create Date: 2026-11-21 22:37:59.672895
 """
-from alembic import op
 import sqlalchemy as sa
-import heddle.db.base
+from alembic import op
 
+import heddle.db.base
 
 revision = '0001'
 down_revision = None
