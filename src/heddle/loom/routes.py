@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.api.deps import db_session, db_write_session, loom_auth, loom_auth_for_write, services
@@ -20,10 +20,11 @@ AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "s
                "invalid_subject")
 
 
-async def _commit_and_apply(request: Request, session: AsyncSession, auth: AuthContext, effects: Effects):
-    await session.commit()
+def _apply_after_response(request: Request, auth: AuthContext, effects: Effects, background: BackgroundTasks):
+    """Events and run starts go out after the response is sent, so the 202 never waits for
+    the engine's first steps (they share this event loop). The commit has happened already."""
     svc = services(request)
-    await effects.apply(svc.events, svc.executor, auth.workspace.realtime_enabled)
+    background.add_task(effects.apply, svc.events, svc.executor, auth.workspace.realtime_enabled)
 
 
 @router.post("/threads", status_code=201, summary="Open (or reuse) the subject's thread with an agent",
@@ -51,12 +52,13 @@ async def list_threads(agent: str | None = Query(None, max_length=80), limit: in
              summary="Post a user message: starts a run, or answers the run awaiting input",
              responses=error_responses(*AUTH_ERRORS, "subject_required", "not_found", "run_active",
                                        "connection_required", "connection_not_found"))
-async def post_message(thread_id: str, body: PostMessage, request: Request,
+async def post_message(thread_id: str, body: PostMessage, request: Request, background: BackgroundTasks,
                        auth: AuthContext = Depends(loom_auth_for_write),
                        session: AsyncSession = Depends(db_write_session)):
     effects = Effects()
     data = await service.post_message(session, auth, thread_id, body.content, effects)
-    await _commit_and_apply(request, session, auth, effects)
+    await session.commit()
+    _apply_after_response(request, auth, effects, background)
     return ok(data, status_code=202)
 
 
@@ -81,10 +83,11 @@ async def get_trace(run_id: str, auth: AuthContext = Depends(loom_auth), session
 
 @router.post("/runs/{run_id}/outcome", summary="Confirm the outcome of a tool call the run awaits",
              responses=error_responses(*AUTH_ERRORS, "not_found", "run_not_awaiting_outcome"))
-async def post_outcome(run_id: str, body: PostOutcome, request: Request,
+async def post_outcome(run_id: str, body: PostOutcome, request: Request, background: BackgroundTasks,
                        auth: AuthContext = Depends(loom_auth_for_write),
                        session: AsyncSession = Depends(db_write_session)):
     effects = Effects()
     data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)
-    await _commit_and_apply(request, session, auth, effects)
+    await session.commit()
+    _apply_after_response(request, auth, effects, background)
     return ok(data)
