@@ -14,8 +14,8 @@ from heddle.config import Settings, get_settings
 from heddle.identify.routes import router as identify_router
 from heddle.loom.routes import router as loom_router
 from heddle.observability.logging import configure_logging
-from heddle.realtime.pusher_protocol import PusherProtocolServer
 from heddle.realtime.routes import router as realtime_router
+from heddle.realtime.server import build_realtime_router
 from heddle.services import Services
 from heddle.workspaces.routes import router as workspace_router
 from heddle.workspaces.service import origin_allowed_anywhere
@@ -56,7 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(loom_router)
     app.include_router(realtime_router)
     if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}
-        app.include_router(PusherProtocolServer(
-            svc.realtime.hub, app_key=svc.realtime.key, app_secret=svc.realtime.secret).router())
+        app.include_router(build_realtime_router(
+            svc.realtime.hub, app_key=svc.realtime.key, app_secret=svc.realtime.secret))
     install_openapi(app)
     return app

@@ -102,6 +102,8 @@ class Services:
             await self.registry.aclose()
         if self.events is not None:
             await self.events.aclose()
+        if self.realtime.hub is not None:
+            await self.realtime.hub.aclose()
         if self.outbound is not None:
             await self.jwks.aclose()
             await self.outbound.aclose()

@@ -1,4 +1,6 @@
-"""The built-in Pusher-protocol server and the realtime endpoints, with a real WebSocket client."""
+"""Realtime inside the app: config/auth endpoints and a run's events over a real WebSocket.
+
+The protocol, signing, hub and publishers are tested in tests/realtime."""
 
 from __future__ import annotations
 
@@ -6,30 +8,11 @@ import asyncio
 import json
 import uuid
 
-import pusher
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
-from heddle.realtime.channel_auth import channel_auth, is_valid_socket_id, parse_thread_channel
+from heddle.realtime.signing import channel_auth
 from support.loom import SCRIPTED_AGENT, open_thread
-
-
-@given(a=st.integers(0, 10**12), b=st.integers(0, 10**12), thread=st.uuids())
-def test_signatures_equal_the_official_pusher_library(a, b, thread):
-    socket_id, channel = f"{a}.{b}", f"private-thread-{thread}"
-    official = pusher.Pusher(app_id="1", key="app-key", secret="app-secret")
-    assert channel_auth("app-key", "app-secret", socket_id, channel) == official.authenticate(
-        channel=channel, socket_id=socket_id)["auth"]
-
-
-@pytest.mark.parametrize("name", ["private-thread-", "private-thread-x", "presence-thread-" + str(uuid.uuid4()),
-                                  "private-thread-" + str(uuid.uuid4()).upper(), "private-thread-" + str(uuid.uuid4()) + "x",
-                                  "thread-" + str(uuid.uuid4())])
-def test_only_canonical_thread_channels(name):
-    assert parse_thread_channel(name) is None
-    assert not is_valid_socket_id("1.2.3") and not is_valid_socket_id("abc") and is_valid_socket_id("123.456")
 
 
 class Socket:
@@ -102,29 +85,6 @@ def test_realtime_off_for_a_workspace(http, tenant):
     assert r.status_code == 409 and r.json()["error"]["code"] == "realtime_disabled"
 
 
-async def test_protocol_ping_bad_json_unknown_key_and_bad_auth(server):
-    sock, socket_id = await handshake(server)
-    await sock.send("pusher:ping", {})
-    assert (await sock.recv())["event"] == "pusher:pong"
-    await sock.ws.send("not json")
-    assert (await sock.recv())["event"] == "pusher:error"
-    channel = f"private-thread-{uuid.uuid4()}"
-    await sock.send("pusher:subscribe", {"channel": channel, "auth": "wrong:sig"})
-    assert (await sock.recv())["event"] == "pusher:error"
-    assert (await sock.recv())["event"] == "pusher:subscription_error"
-    await sock.send("client-hello", {"channel": channel})
-    assert (await sock.recv())["event"] == "pusher:error"
-    await sock.ws.close()
-    ws = await connect(ws_url(server, key="nope"))
-    err = json.loads(await ws.recv())
-    assert err["event"] == "pusher:error" and json.loads(err["data"])["code"] == 4001
-    await asyncio.sleep(0.05)
-    assert ws.close_code == 4001 or (await ws.wait_closed()) is None
-    ws = await connect(ws_url(server, protocol=99))
-    err = json.loads(await ws.recv())
-    assert json.loads(err["data"])["code"] == 4007
-
-
 async def test_events_of_a_run_arrive_in_order(server, tenant):
     import httpx
 
@@ -148,36 +108,23 @@ async def test_events_of_a_run_arrive_in_order(server, tenant):
         assert names == [("message.created", "user"), ("run.updated", "running"),
                          ("message.created", "assistant"), ("run.updated", "closed")]
         assert all(e["channel"] == channel for e in events) and events[-1]["data"]["id"] == run_id
+        assert server.services.realtime.hub.subscriber_count(channel) == 1
         await sock.send("pusher:unsubscribe", {"channel": channel})
         await asyncio.sleep(0.05)
-        assert channel not in server.services.realtime.hub.channels
+        assert server.services.realtime.hub.subscriber_count(channel) == 0
         await sock.ws.close()
 
 
-async def test_slow_subscriber_is_dropped_without_stalling_others():
-    from heddle.realtime.hub import RealtimeHub
+def test_pusher_mode_needs_credentials():
+    from heddle.config import Settings
+    from heddle.realtime.setup import Realtime
 
-    hub = RealtimeHub(queue_size=8)
-    received, closed = [], []
-    stall = asyncio.Event()
-
-    async def slow_send(frame):
-        await stall.wait()  # a client that never reads
-
-    async def fast_send(frame):
-        received.append(json.loads(frame)["event"])
-
-    async def close(code, reason):
-        closed.append(code)
-
-    slow, fast = hub.connect("1.1", slow_send, close), hub.connect("2.2", fast_send, close)
-    hub.subscribe(slow, "private-thread-x")
-    hub.subscribe(fast, "private-thread-x")
-    for i in range(50):
-        await hub.publish("private-thread-x", f"e{i}", {})
-        await asyncio.sleep(0)
-    await asyncio.sleep(0.05)
-    assert received == [f"e{i}" for i in range(50)]  # the fast one got everything, in order
-    assert closed == [4100] and slow.dropped and hub.dropped_total == 1
-    assert slow not in hub.channels["private-thread-x"]
-    await hub.disconnect(fast)
+    with pytest.raises(ValueError, match="HEDDLE_PUSHER_APP_ID"):
+        Realtime(Settings(realtime="pusher"))
+    rt = Realtime(Settings(realtime="pusher", pusher_app_id="1", pusher_key="k", pusher_secret="s",
+                           pusher_cluster="eu"))
+    config = rt.public_config(True)
+    assert config == {"enabled": True, "key": "k", "cluster": "eu", "ws_host": "ws-eu.pusher.com",
+                      "ws_port": 443, "force_tls": True}
+    assert "s" not in json.dumps(config).replace('"', " ").split()
+    assert Realtime(Settings(realtime="off")).public_config(True)["enabled"] is False

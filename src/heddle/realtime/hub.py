@@ -1,123 +1,151 @@
-"""The in-process fan-out behind the built-in server: channels, connections, bounded queues.
+"""The in-process fan-out behind the built-in server: connections, channels, publishing.
 
-`publish()` never blocks and never awaits a socket: it puts the encoded event on each
-subscriber's bounded queue, and one writer task per connection drains it. A subscriber whose
-queue is full is too slow; it is dropped (closed with 4100, "over capacity", so pusher-js
-reconnects later) and can never stall the publisher or the other subscribers.
+`publish()` never awaits a socket: it encodes the event once and queues it on each
+subscriber's bounded outbox. A subscriber whose outbox is full is too slow; it is dropped
+(closed with 4100, so pusher-js reconnects after a back-off) and can never stall the publisher
+or the other subscribers. Events on one channel reach each subscriber in publish order.
+
+The hub belongs to one event loop: call it from the loop that serves the WebSockets.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable
+import secrets
 from typing import Any
 
 from heddle.observability.logging import get_logger
+from heddle.realtime import protocol
+from heddle.realtime.connection import CloseSocket, Connection, SendText
+from heddle.realtime.signing import is_valid_channel_name
 
 log = get_logger(__name__)
 
-SLOW_CLIENT_CLOSE_CODE = 4100
 
-
-class Subscriber:
-    def __init__(self, socket_id: str, send: Callable[[str], Awaitable[None]],
-                 close: Callable[[int, str], Awaitable[None]], queue_size: int):
-        self.socket_id = socket_id
-        self._send = send
-        self._close = close
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue(queue_size)
-        self.channels: set[str] = set()
-        self.dropped = False
-        self._writer = asyncio.create_task(self._write(), name=f"realtime-writer-{socket_id}")
-
-    def offer(self, frame: str) -> bool:
-        try:
-            self.queue.put_nowait(frame)
-            return True
-        except asyncio.QueueFull:
-            return False
-
-    async def _write(self) -> None:
-        try:
-            while (frame := await self.queue.get()) is not None:
-                await self._send(frame)
-        except Exception:  # the socket went away; the reader side cleans up
-            pass
-
-    async def drop(self, code: int, reason: str) -> None:
-        self.dropped = True
-        self._writer.cancel()
-        try:
-            await self._close(code, reason)
-        except Exception:
-            pass
-
-    async def stop(self) -> None:
-        self._writer.cancel()
-        try:
-            await self._writer
-        except (asyncio.CancelledError, Exception):
-            pass
+class HubFull(Exception):
+    """The hub already holds `max_connections` connections."""
 
 
 class RealtimeHub:
-    def __init__(self, queue_size: int = 256):
+    def __init__(self, *, queue_size: int = 256, send_timeout: float = 10.0, max_connections: int = 10_000,
+                 max_channels_per_connection: int = 100, max_event_bytes: int = 256 * 1024):
+        if queue_size < 1 or max_connections < 1 or max_channels_per_connection < 1 or max_event_bytes < 1:
+            raise ValueError("hub limits must be positive")
+        if send_timeout <= 0:
+            raise ValueError("send_timeout must be positive")
         self.queue_size = queue_size
-        self.channels: dict[str, set[Subscriber]] = {}
-        self.connections: dict[str, Subscriber] = {}
-        self.dropped_total = 0
+        self.send_timeout = send_timeout
+        self.max_connections = max_connections
+        self.max_channels_per_connection = max_channels_per_connection
+        self.max_event_bytes = max_event_bytes
+        self._connections: dict[str, Connection] = {}
+        self._channels: dict[str, set[Connection]] = {}
+        self.published_total = 0
+        self.dropped_total = 0  # subscribers closed for being too slow
 
-    def connect(self, socket_id: str, send, close) -> Subscriber:
-        sub = Subscriber(socket_id, send, close, self.queue_size)
-        self.connections[socket_id] = sub
-        return sub
+    # -- state -------------------------------------------------------------------------------
 
-    async def disconnect(self, sub: Subscriber) -> None:
-        for channel in list(sub.channels):
-            self.unsubscribe(sub, channel)
-        self.connections.pop(sub.socket_id, None)
-        await sub.stop()
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
 
-    def subscribe(self, sub: Subscriber, channel: str) -> None:
-        sub.channels.add(channel)
-        self.channels.setdefault(channel, set()).add(sub)
+    @property
+    def channel_count(self) -> int:
+        return len(self._channels)
 
-    def unsubscribe(self, sub: Subscriber, channel: str) -> None:
-        sub.channels.discard(channel)
-        members = self.channels.get(channel)
+    def subscriber_count(self, channel: str) -> int:
+        return len(self._channels.get(channel, ()))
+
+    def stats(self) -> dict[str, int]:
+        return {"connections": self.connection_count, "channels": self.channel_count,
+                "published_total": self.published_total, "dropped_total": self.dropped_total}
+
+    # -- connections -------------------------------------------------------------------------
+
+    def open(self, send_text: SendText, close_socket: CloseSocket) -> Connection:
+        """Register a socket under a fresh, unguessable socket id; raises HubFull at the limit."""
+        if len(self._connections) >= self.max_connections:
+            raise HubFull
+        socket_id = _new_socket_id()
+        while socket_id in self._connections:
+            socket_id = _new_socket_id()
+        conn = Connection(socket_id, send_text, close_socket, queue_size=self.queue_size,
+                          send_timeout=self.send_timeout)
+        self._connections[socket_id] = conn
+        return conn
+
+    def forget(self, conn: Connection) -> None:
+        """Remove a connection and all its subscriptions (idempotent)."""
+        for channel in list(conn.channels):
+            self.unsubscribe(conn, channel)
+        if self._connections.get(conn.socket_id) is conn:
+            del self._connections[conn.socket_id]
+
+    def subscribe(self, conn: Connection, channel: str) -> bool:
+        """Add a subscription; False when the connection already holds its maximum."""
+        if channel in conn.channels:
+            return True
+        if len(conn.channels) >= self.max_channels_per_connection:
+            return False
+        conn.channels.add(channel)
+        self._channels.setdefault(channel, set()).add(conn)
+        return True
+
+    def unsubscribe(self, conn: Connection, channel: str) -> None:
+        conn.channels.discard(channel)
+        members = self._channels.get(channel)
         if members is not None:
-            members.discard(sub)
+            members.discard(conn)
             if not members:
-                del self.channels[channel]
+                del self._channels[channel]
 
-    def send_to(self, sub: Subscriber, event: str, data: Any, channel: str | None = None) -> None:
-        frame = {"event": event, "data": data if isinstance(data, str) else json.dumps(data)}
-        if channel:
-            frame["channel"] = channel
-        if not sub.offer(json.dumps(frame)):
-            asyncio.ensure_future(self._drop(sub))
+    # -- publishing --------------------------------------------------------------------------
 
     async def publish(self, channel: str, event: str, data: dict[str, Any]) -> int:
-        """Queue the event for every subscriber of `channel`; returns how many got it."""
-        members = self.channels.get(channel)
+        """Queue `event` for every subscriber of `channel`; returns how many got it queued.
+
+        Raises ValueError/TypeError for an invalid channel or event name, or data that is not a
+        JSON object within `max_event_bytes`.
+        """
+        if not is_valid_channel_name(channel):
+            raise ValueError("invalid channel name")
+        if not protocol.is_valid_event_name(event):
+            raise ValueError("invalid event name")
+        payload = protocol.encode_data(data)
+        if len(payload) > self.max_event_bytes:  # ASCII-only, so characters == bytes
+            raise ValueError(f"event data is {len(payload)} bytes; the limit is {self.max_event_bytes}")
+        self.published_total += 1
+        members = self._channels.get(channel)
         if not members:
             return 0
-        frame = json.dumps({"event": event, "channel": channel, "data": json.dumps(data, default=str)})
+        text = protocol.frame(event, payload, channel)
         delivered = 0
-        for sub in list(members):
-            if sub.offer(frame):
+        for conn in list(members):
+            if conn.send(text):
                 delivered += 1
             else:
-                await self._drop(sub)
+                self.drop_slow(conn)
         return delivered
 
-    async def _drop(self, sub: Subscriber) -> None:
-        if sub.dropped:
+    def drop_slow(self, conn: Connection) -> None:
+        """Close a subscriber that cannot keep up; its backlog is discarded, not delivered late."""
+        if conn.closing:
+            self.forget(conn)
             return
         self.dropped_total += 1
-        log.warning("realtime_slow_client_dropped", socket_id=sub.socket_id)
-        for channel in list(sub.channels):
-            self.unsubscribe(sub, channel)
-        self.connections.pop(sub.socket_id, None)
-        await sub.drop(SLOW_CLIENT_CLOSE_CODE, "over capacity: client too slow")
+        log.warning("realtime_slow_subscriber_dropped", socket_id=conn.socket_id, pending=conn.pending)
+        conn.close(protocol.OVER_CAPACITY, "Over capacity: client too slow", discard_pending=True)
+        self.forget(conn)
+
+    async def aclose(self, timeout: float = 5.0) -> None:
+        """Close every connection (4200, so clients reconnect to the next server) and wait."""
+        conns = list(self._connections.values())
+        for conn in conns:
+            conn.close(protocol.SERVER_CLOSING, "Server shutting down")
+            self.forget(conn)
+        if conns:
+            await asyncio.gather(*(conn.wait_closed(timeout) for conn in conns))
+
+
+def _new_socket_id() -> str:
+    return f"{secrets.randbelow(10**9)}.{secrets.randbelow(10**9)}"

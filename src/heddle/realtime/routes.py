@@ -14,7 +14,7 @@ from heddle.api.envelope import error_responses, ok
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
 from heddle.loom.queries import visible_thread
-from heddle.realtime.channel_auth import channel_auth, is_valid_socket_id, parse_thread_channel
+from heddle.realtime.signing import channel_auth, is_valid_socket_id, parse_thread_channel
 
 router = APIRouter(prefix="/v1/loom/realtime", tags=["realtime"])
 AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "subject_header_with_token",

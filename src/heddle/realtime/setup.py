@@ -7,7 +7,7 @@ from typing import Any
 
 from heddle.config import Settings
 from heddle.realtime.hub import RealtimeHub
-from heddle.realtime.publish import BuiltinPublisher, PusherPublisher
+from heddle.realtime.publishers import build_publisher
 
 
 class Realtime:
@@ -23,16 +23,10 @@ class Realtime:
             self.key = settings.pusher_key or f"heddle-{secrets.token_hex(8)}"
             self.secret = settings.pusher_secret or secrets.token_urlsafe(32)
             self.hub = RealtimeHub()
-            self.publisher = BuiltinPublisher(self.hub)
+            self.publisher = build_publisher("builtin", self.hub, settings)
         elif self.mode == "pusher":
-            missing = [n for n in ("pusher_app_id", "pusher_key", "pusher_secret") if not getattr(settings, n)]
-            if missing:
-                raise ValueError(f"HEDDLE_REALTIME=pusher needs {', '.join('HEDDLE_' + m.upper() for m in missing)}")
+            self.publisher = build_publisher("pusher", None, settings)  # ValueError names missing settings
             self.key, self.secret = settings.pusher_key, settings.pusher_secret
-            self.publisher = PusherPublisher(
-                app_id=settings.pusher_app_id, key=settings.pusher_key, secret=settings.pusher_secret,
-                cluster=settings.pusher_cluster, host=settings.pusher_host or None, port=settings.pusher_port,
-                ssl=settings.pusher_ssl)
         else:
             self.key, self.secret = "", ""
 
