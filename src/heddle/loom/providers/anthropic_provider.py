@@ -24,8 +24,8 @@ from heddle.loom.providers.base import (
     ModelToolCall,
     ToolSpec,
 )
-from heddle.loom.providers.retry import RetryPolicy, call_with_retries
-from heddle.loom.providers.sdk_errors import SdkErrorTypes, make_classifier, response_body
+from heddle.loom.providers.sdk_errors import SdkErrorTypes
+from heddle.loom.providers.sdk_provider import SdkProvider
 from heddle.loom.providers.tokens import input_tokens, output_tokens
 
 ANTHROPIC_ERRORS = SdkErrorTypes(
@@ -38,41 +38,31 @@ ANTHROPIC_ERRORS = SdkErrorTypes(
 _INPUT_USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkProvider):
     """One SDK client for one model class's endpoint; `complete` may be called concurrently."""
 
     label = "anthropic"
+    errors = ANTHROPIC_ERRORS
 
     def __init__(self, model_class: ModelClass, *, client: anthropic.AsyncAnthropic | None = None):
         if client is None and not model_class.api_key:
             raise ValueError(f"model class {model_class.name!r}: the anthropic provider needs an API key")
-        self._client = client or anthropic.AsyncAnthropic(
+        client = client or anthropic.AsyncAnthropic(
             base_url=model_class.base_url,
             api_key=model_class.api_key,
             timeout=model_class.timeout,
             max_retries=0,
         )
-        self._classify = make_classifier(
-            ANTHROPIC_ERRORS, secrets=(model_class.api_key,), timeout=model_class.timeout
-        )
+        super().__init__(model_class, client)
 
-    async def aclose(self) -> None:
-        await self._client.close()
+    def _request(self, model_class, messages, tools):
+        return build_request(model_class, messages, tools)
 
-    async def complete(
-        self, model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec]
-    ) -> ModelResponse:
-        payload = build_request(model_class, messages, tools)
-        reply, failures = await call_with_retries(
-            lambda: self._client.messages.create(**payload),
-            policy=RetryPolicy.for_model_class(model_class),
-            classify=self._classify,
-            label=f"{self.label} ({model_class.name})",
-        )
-        body = response_body(reply, f"{self.label} ({model_class.name})")
-        if failures:
-            body["heddle_retries"] = failures
-        return parse_response(body, payload, model_class.name, messages, tools)
+    def _parse(self, body, payload, class_name, messages, tools):
+        return parse_response(body, payload, class_name, messages, tools)
+
+    def _send(self, payload: dict[str, Any]):
+        return self._client.messages.create(**payload)
 
 
 def build_request(

@@ -29,8 +29,8 @@ from heddle.loom.providers.base import (
     ModelToolCall,
     ToolSpec,
 )
-from heddle.loom.providers.retry import RetryPolicy, call_with_retries
-from heddle.loom.providers.sdk_errors import SdkErrorTypes, make_classifier, response_body
+from heddle.loom.providers.sdk_errors import SdkErrorTypes
+from heddle.loom.providers.sdk_provider import SdkProvider
 from heddle.loom.providers.tokens import input_tokens, output_tokens
 
 # Self-hosted servers (Ollama, llama.cpp, vLLM without --api-key) need no key, but the SDK
@@ -45,39 +45,29 @@ OPENAI_ERRORS = SdkErrorTypes(
 )
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(SdkProvider):
     """One SDK client for one model class's endpoint; `complete` may be called concurrently."""
 
     label = "openai"
+    errors = OPENAI_ERRORS
 
     def __init__(self, model_class: ModelClass, *, client: openai.AsyncOpenAI | None = None):
-        self._client = client or openai.AsyncOpenAI(
+        client = client or openai.AsyncOpenAI(
             base_url=model_class.base_url,
             api_key=model_class.api_key or KEYLESS_API_KEY,
             timeout=model_class.timeout,
             max_retries=0,
         )
-        self._classify = make_classifier(
-            OPENAI_ERRORS, secrets=(model_class.api_key,), timeout=model_class.timeout
-        )
+        super().__init__(model_class, client)
 
-    async def aclose(self) -> None:
-        await self._client.close()
+    def _request(self, model_class, messages, tools):
+        return build_request(model_class, messages, tools)
 
-    async def complete(
-        self, model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec]
-    ) -> ModelResponse:
-        payload = build_request(model_class, messages, tools)
-        completion, failures = await call_with_retries(
-            lambda: self._client.chat.completions.create(**payload),
-            policy=RetryPolicy.for_model_class(model_class),
-            classify=self._classify,
-            label=f"{self.label} ({model_class.name})",
-        )
-        body = response_body(completion, f"{self.label} ({model_class.name})")
-        if failures:
-            body["heddle_retries"] = failures
-        return parse_response(body, payload, model_class.name, messages, tools)
+    def _parse(self, body, payload, class_name, messages, tools):
+        return parse_response(body, payload, class_name, messages, tools)
+
+    def _send(self, payload: dict[str, Any]):
+        return self._client.chat.completions.create(**payload)
 
 
 def build_request(
