@@ -94,13 +94,42 @@ def encode_cursor(*parts: object) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, n: int) -> list[str]:
+def _invalid_cursor() -> HeddleError:
+    return HeddleError("invalid_request", "`after` is not a cursor returned by this API.",
+                       details=[{"location": "query", "field": "after", "message": "invalid cursor"}])
+
+
+def _decode_parts(cursor: str, n: int) -> list[str]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         parts = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if not isinstance(parts, list) or len(parts) != n or not all(isinstance(p, str) for p in parts):
-            raise ValueError
-        return parts
-    except (ValueError, json.JSONDecodeError, UnicodeDecodeError):
-        raise HeddleError("invalid_request", "`after` is not a cursor returned by this API.",
-                          details=[{"location": "query", "field": "after", "message": "invalid cursor"}]) from None
+    except (ValueError, UnicodeDecodeError):
+        raise _invalid_cursor() from None
+    if not isinstance(parts, list) or len(parts) != n or not all(isinstance(p, str) for p in parts):
+        raise _invalid_cursor()
+    return parts
+
+
+def decode_thread_cursor(cursor: str) -> tuple[dt.datetime, uuid.UUID]:
+    """(created_at, id) of the last thread of the previous page."""
+    created, thread_id = _decode_parts(cursor, 2)
+    try:
+        return dt.datetime.fromisoformat(created), uuid.UUID(thread_id)
+    except ValueError:
+        raise _invalid_cursor() from None
+
+
+def decode_seq_cursor(cursor: str) -> int:
+    """The `seq` of the last message of the previous page."""
+    (seq,) = _decode_parts(cursor, 1)
+    if not seq.isdigit():
+        raise _invalid_cursor()
+    return int(seq)
+
+
+def page(rows: list, limit: int, cursor_of) -> tuple[list, str | None]:
+    """Trim a `limit + 1` fetch to `limit` rows and the cursor of the next page (or None)."""
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    return rows, encode_cursor(*cursor_of(rows[-1]))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from typing import Any
 
@@ -59,17 +58,11 @@ async def list_threads(session: AsyncSession, auth: AuthContext, *, agent: str |
     if agent:
         query = query.where(Thread.agent_id == agent)
     if after:
-        created, tid = q.decode_cursor(after, 2)
-        try:
-            created_at, tid_uuid = dt.datetime.fromisoformat(created), uuid.UUID(tid)
-        except ValueError:
-            raise q.decode_cursor("!", 2) from None
+        created_at, last_id = q.decode_thread_cursor(after)
         query = query.where(or_(Thread.created_at < created_at,
-                                and_(Thread.created_at == created_at, Thread.id < tid_uuid)))
+                                and_(Thread.created_at == created_at, Thread.id < last_id)))
     rows = list(await session.scalars(query.order_by(Thread.created_at.desc(), Thread.id.desc()).limit(limit + 1)))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    cursor = q.encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
+    rows, cursor = q.page(rows, limit, lambda t: (t.created_at, t.id))
     return {"items": [thread_dict(t) for t in rows], "next_cursor": cursor}
 
 
@@ -79,15 +72,10 @@ async def list_messages(session: AsyncSession, auth: AuthContext, thread_id: str
     thread = await q.visible_thread(session, auth, thread_id)
     query = select(Message).where(Message.thread_id == thread.id)
     if after:
-        (seq,) = q.decode_cursor(after, 1)
-        if not seq.isdigit():
-            q.decode_cursor("!", 1)
-        query = query.where(Message.seq > int(seq))
+        query = query.where(Message.seq > q.decode_seq_cursor(after))
     rows = list(await session.scalars(query.order_by(Message.seq).limit(limit + 1)))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return {"items": [message_dict(m) for m in rows],
-            "next_cursor": q.encode_cursor(rows[-1].seq) if more and rows else None}
+    rows, cursor = q.page(rows, limit, lambda m: (m.seq,))
+    return {"items": [message_dict(m) for m in rows], "next_cursor": cursor}
 
 
 async def _resolve_run_connection(session: AsyncSession, auth: AuthContext, agent) -> uuid.UUID | None:
