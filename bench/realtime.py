@@ -3,7 +3,7 @@
 1. Connects N idle Pusher-protocol subscribers (Python `websockets`, each on its own thread
    channel, subscription signed with the server's configured key/secret), counts how many the
    server holds, and reads the server's RSS.
-2. Runs the real pusher-js client (tests/realtime_js, installed with npm) on one thread and
+2. Runs the real pusher-js client (tests/realtime/js, installed with npm ci) on one thread and
    posts M messages; latency = the time pusher-js received `run.updated` minus the run's
    `updated_at` (set in the transaction that committed the change). Same machine, same clock.
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import Server, cli, summary  # noqa: E402
 
 KEY, SECRET = "bench-key", "bench-secret-" + uuid.uuid4().hex
-JS = Path(__file__).parents[1] / "tests" / "realtime_js"
+JS = Path(__file__).parents[1] / "tests" / "realtime" / "js"
 
 
 def _raise_fd_limit(n: int) -> None:
@@ -89,7 +89,7 @@ def event_latency(server: Server, messages: int) -> dict:
     if not shutil.which("node"):
         return {"skipped": "node not installed"}
     if not (JS / "node_modules" / "pusher-js").exists():
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--no-package-lock"], cwd=JS, check=True,
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=JS, check=True,
                        stdout=subprocess.DEVNULL)
     ws_id, secret = server.tenant()
     agent_file = Path(server.dir.name) / "agent.yaml"
@@ -102,7 +102,7 @@ def event_latency(server: Server, messages: int) -> dict:
             "key": KEY, "wsHost": "127.0.0.1", "wsPort": server.port,
             "authEndpoint": f"{server.base_url}/v1/loom/realtime/auth", "token": secret,
             "headers": {"Service-Subject": "bench:rt"}, "channels": [f"private-thread-{thread}"],
-            "expect": messages * 4, "timeoutMs": 60_000})], stdout=subprocess.PIPE, text=True)
+            "events": messages * 4, "timeoutMs": 60_000})], stdout=subprocess.PIPE, text=True)
         while json.loads(node.stdout.readline())["type"] != "subscribed":
             pass
         for i in range(messages):
@@ -116,7 +116,7 @@ def event_latency(server: Server, messages: int) -> dict:
             if item["type"] == "event" and item["event"] == "run.updated":
                 committed = dt.datetime.fromisoformat(item["data"]["updated_at"].replace("Z", "+00:00"))
                 latencies.append(item["t"] - committed.timestamp() * 1000)
-            if item["type"] == "timeout":
+            if item["type"] in ("timeout", "done"):
                 break
         node.wait(10)
     return {"client": "pusher-js", "run_updated_events": len(latencies), **summary(latencies)}

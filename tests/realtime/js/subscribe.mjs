@@ -1,7 +1,7 @@
 // Drives the official pusher-js client (its Node build) for the realtime test suite.
 //
 // Config: a JSON object as the first argument, or on stdin when there is none:
-//   {key, wsHost, wsPort, authEndpoint, token, channels: [...], events: N, timeoutMs}
+//   {key, wsHost, wsPort, authEndpoint, token, headers?, channels: [...], events: N, timeoutMs}
 // Prints one JSON line per happening, each with `t` (Date.now(), ms):
 //   {"type": "connected", "socket_id"}
 //   {"type": "subscribed", "channel"}
@@ -56,7 +56,7 @@ const pusher = new Pusher(cfg.key, {
   channelAuthorization: {
     endpoint: cfg.authEndpoint,
     transport: "ajax",
-    headers: { Authorization: `Bearer ${cfg.token ?? ""}` },
+    headers: { Authorization: `Bearer ${cfg.token ?? ""}`, ...(cfg.headers ?? {}) },
   },
 });
 

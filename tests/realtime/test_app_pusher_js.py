@@ -1,4 +1,4 @@
-"""The real pusher-js client (npm) against heddle serve, authorized with a session token."""
+"""The real pusher-js client (npm) against the whole app, authorized with a session token."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_pusher_js_subscribes_and_receives_run_events(server, http, tenant, push
     client = NodeClient(pusher_js, {
         "key": config["key"], "wsHost": config["ws_host"], "wsPort": config["ws_port"],
         "authEndpoint": f"{server.base_url}/v1/loom/realtime/auth", "token": token(tenant, key, "u_alice"),
-        "channels": [f"private-thread-{mine}", f"private-thread-{theirs}"], "expect": 4, "timeoutMs": 20000})
+        "channels": [f"private-thread-{mine}", f"private-thread-{theirs}"], "events": 4, "timeoutMs": 20000})
     try:
         assert client.next("subscribed")["channel"] == f"private-thread-{mine}"
         refused = client.next("subscription_error")
