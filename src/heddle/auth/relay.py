@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hmac
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.auth.context import AuthContext, WorkspaceInfo
@@ -21,15 +21,17 @@ def workspace_info(ws: Workspace) -> WorkspaceInfo:
     )
 
 
+# Built once: every relay request runs it.
+_KEY_WITH_WORKSPACE = (select(ApiKey, Workspace).join(Workspace, Workspace.id == ApiKey.workspace_id)
+                       .where(ApiKey.secret_hash == bindparam("digest")))
+
+
 async def authenticate_secret(session: AsyncSession, secret: str) -> AuthContext:
     if not is_well_formed_secret(secret):
         raise HeddleError("unauthorized", "The bearer is neither a session token (JWT) nor a "
                           "well-formed workspace secret (sk_live_… or sk_test_…).")
     digest = hash_secret(secret)
-    row = (await session.execute(
-        select(ApiKey, Workspace).join(Workspace, Workspace.id == ApiKey.workspace_id)
-        .where(ApiKey.secret_hash == digest)
-    )).first()
+    row = (await session.execute(_KEY_WITH_WORKSPACE, {"digest": digest})).first()
     # Compare in constant time even though the lookup was by hash, so that a timing difference
     # never depends on how much of a presented secret matched.
     if row is None or not hmac.compare_digest(row[0].secret_hash, digest):

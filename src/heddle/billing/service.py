@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.billing.models import LedgerEntry
+from heddle.db.base import utcnow
 from heddle.errors import HeddleError
 from heddle.money import to_credits
 from heddle.workspaces.models import Workspace
@@ -61,28 +62,39 @@ async def grant(session: AsyncSession, workspace_id: str, amount_micro: int, *,
     return entry
 
 
+_workspaces = Workspace.__table__
+# Core statements, built once: charges run on every identified lookup and every model turn, and
+# the ORM unit of work would add more than the statements themselves cost.
+_TAKE = (
+    update(_workspaces)
+    .where(_workspaces.c.id == bindparam("workspace_id"), _workspaces.c.balance_micro >= bindparam("amount"))
+    .values(balance_micro=_workspaces.c.balance_micro - bindparam("amount"))
+    .returning(_workspaces.c.balance_micro)
+)
+_RECORD = insert(LedgerEntry.__table__)
+
+
 async def charge(session: AsyncSession, workspace_id: str, amount_micro: int, *, reason: str,
                  ref: str | None = None, run_id: uuid.UUID | None = None,
-                 key_id: str | None = None) -> LedgerEntry | None:
-    """Take `amount_micro` from the balance or raise InsufficientCredits; 0 charges nothing."""
+                 key_id: str | None = None) -> int | None:
+    """Take `amount_micro` from the balance or raise InsufficientCredits; 0 charges nothing.
+
+    Returns the balance after the charge (None when nothing was charged). The UPDATE bypasses
+    the ORM, so a `Workspace` already loaded in `session` keeps its old balance.
+    """
     if amount_micro < 0:
         raise ValueError("a charge must not be negative")
     if amount_micro == 0:
         return None
-    new_balance = await session.scalar(
-        update(Workspace)
-        .where(Workspace.id == workspace_id, Workspace.balance_micro >= amount_micro)
-        .values(balance_micro=Workspace.balance_micro - amount_micro)
-        .returning(Workspace.balance_micro)
-    )
+    new_balance = (await session.execute(_TAKE, {"workspace_id": workspace_id, "amount": amount_micro})).scalar()
     if new_balance is None:
         raise InsufficientCredits(await balance_micro(session, workspace_id), amount_micro)
-    entry = LedgerEntry(workspace_id=workspace_id, amount_micro=-amount_micro,
-                        balance_after_micro=new_balance, kind="charge", reason=reason, ref=ref,
-                        run_id=run_id, key_id=key_id)
-    session.add(entry)
-    await session.flush()
-    return entry
+    await session.execute(_RECORD, {
+        "workspace_id": workspace_id, "amount_micro": -amount_micro, "balance_after_micro": new_balance,
+        "kind": "charge", "reason": reason, "ref": ref, "run_id": run_id, "key_id": key_id,
+        "created_at": utcnow(),
+    })
+    return new_balance
 
 
 async def ledger_sum(session: AsyncSession, workspace_id: str) -> int:

@@ -8,9 +8,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, MetaData, event
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
+
+from heddle.db.sqlite_inline import INLINE_BUSY_TIMEOUT_MS, inline_creator
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -59,7 +62,13 @@ def is_sqlite(url: str) -> bool:
 def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
     """An async engine; SQLite gets WAL, a busy timeout and foreign keys."""
     if is_sqlite(url):
-        engine = create_async_engine(url, connect_args={"timeout": 30}, **kwargs)
+        database = make_url(url).database
+        inline = bool(database) and database != ":memory:" and not database.startswith("file:")
+        if inline:  # the usual case: a file; see heddle/db/sqlite_inline.py for why
+            engine = create_async_engine(url, async_creator=inline_creator(database), **kwargs)
+        else:
+            engine = create_async_engine(url, connect_args={"timeout": 30}, **kwargs)
+        busy_timeout_ms = INLINE_BUSY_TIMEOUT_MS if inline else 30000
 
         @event.listens_for(engine.sync_engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
@@ -69,7 +78,7 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
             cur.close()
 
         @event.listens_for(engine.sync_engine, "begin")

@@ -55,7 +55,11 @@ class Thread(Base):
 
 class Message(Base):
     __tablename__ = "messages"
-    __table_args__ = (UniqueConstraint("thread_id", "seq"),)
+    __table_args__ = (
+        UniqueConstraint("thread_id", "seq"),
+        # A run's latest answer is read on every run render; without this it scans all messages.
+        Index("ix_messages_run_id_seq", "run_id", "seq"),
+    )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     thread_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("threads.id"))

@@ -95,12 +95,11 @@ async def _resolve_run_connection(session: AsyncSession, auth: AuthContext, agen
 async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str, content: str,
                        effects: Effects) -> dict[str, Any]:
     auth.require_subject()
-    thread = await q.visible_thread(session, auth, thread_id)
     if session.bind.dialect.name != "sqlite":  # SQLite's BEGIN IMMEDIATE already serialises this
-        # Lock the thread row so two concurrent messages cannot both start a run.
-        await session.execute(select(Thread.id).where(Thread.id == thread.id).with_for_update())
-    latest = await q.latest_run(session, thread.id)
-    seq = await q.next_message_seq(session, thread.id)
+        # Lock the thread row first so two concurrent messages cannot both start a run.
+        tid = q.parse_id(thread_id, "thread")
+        await session.execute(select(Thread.id).where(Thread.id == tid).with_for_update())
+    thread, agent, latest, seq = await q.thread_for_message(session, auth, thread_id)
     if latest is not None and latest.state in (RUNNING, AWAITING_OUTCOME):
         raise HeddleError("run_active", f"Run {latest.id} is {latest.state}; wait for it (or post its "
                           "outcome) before sending another message.", details={"run_id": str(latest.id)})
@@ -116,7 +115,6 @@ async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str,
         if auth.mode == "direct":
             run.session_token, run.session_token_expires_at = auth.session_token, auth.session_token_expires_at
     else:
-        agent = await get_agent(session, auth.workspace_id, thread.agent_id)
         connection_id = await _resolve_run_connection(session, auth, agent)
         now = utcnow()
         run = Run(id=uuid.uuid4(), thread_id=thread.id, workspace_id=auth.workspace_id, agent_id=agent.id,
@@ -124,10 +122,8 @@ async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str,
                   key_id=auth.key_id, session_token=auth.session_token,
                   session_token_expires_at=auth.session_token_expires_at, opened_at=now, created_at=now,
                   updated_at=now, cost_micro=0, turn_count=0)
-        session.add(run)
-        await session.flush()
         message = Message(id=uuid.uuid4(), thread_id=thread.id, run_id=run.id, seq=seq, role="user", content=content)
-        session.add(message)
+        session.add_all([run, message])
     await session.flush()
     if run.turn_count == 0 and run.connection_id is None:  # a new run: nothing more to read
         run_data = run_dict(run, latest=None, connection=None)
