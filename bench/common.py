@@ -68,3 +68,59 @@ class Server:
     def tenant(self, credits: float = 1_000_000) -> tuple[str, str]:
         ws = cli(self.db_url, "workspace", "create", "--name", "bench", "--credits", str(credits))["id"]
         return ws, cli(self.db_url, "key", "create", "--workspace", ws)["secret"]
+
+
+class WireClient:
+    """One keep-alive HTTP/1.1 connection, framed with h11 over asyncio streams.
+
+    For latency benchmarks: httpx (pool, anyio, its own models) adds 1-3 ms per request on our
+    2-vCPU CI machine when the client is not in a tight loop, which would swamp a few-ms server
+    figure. This measures the server and the socket; benches say which client they used.
+    """
+
+    def __init__(self, base_url: str):
+        host, _, port = base_url.removeprefix("http://").partition(":")
+        self.host, self.port = host, int(port)
+        self._reader = self._writer = None
+        self._conn = None
+
+    async def __aenter__(self) -> WireClient:
+        import asyncio
+
+        import h11
+
+        self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+        sock = self._writer.get_extra_info("socket")
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._conn = h11.Connection(h11.CLIENT)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self._writer.close()
+
+    async def request(self, method: str, path: str, headers: dict[str, str] | None = None,
+                      json_body: object = None) -> tuple[int, object]:
+        import h11
+
+        body = json.dumps(json_body).encode() if json_body is not None else b""
+        head = [("host", f"{self.host}:{self.port}"), *(headers or {}).items()]
+        if json_body is not None:
+            head += [("content-type", "application/json"), ("content-length", str(len(body)))]
+        out = self._conn.send(h11.Request(method=method, target=path, headers=head))
+        if body:
+            out += self._conn.send(h11.Data(data=body))
+        out += self._conn.send(h11.EndOfMessage())
+        self._writer.write(out)
+        status, chunks = 0, []
+        while True:
+            event = self._conn.next_event()
+            if event is h11.NEED_DATA:
+                self._conn.receive_data(await self._reader.read(65536))
+            elif isinstance(event, h11.Response):
+                status = event.status_code
+            elif isinstance(event, h11.Data):
+                chunks.append(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                self._conn.start_next_cycle()
+                raw = b"".join(chunks)
+                return status, json.loads(raw) if raw else None

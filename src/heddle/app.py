@@ -40,6 +40,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(
         title="Heddle", version=API_VERSION, description=DESCRIPTION, lifespan=svc.lifespan,
         docs_url="/docs", redoc_url="/redoc", openapi_url="/openapi.json",
+        # Heddle exports Prometheus metrics and structlog logs itself; FastAPI's native
+        # OpenTelemetry hooks would only look up global providers on every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.services = svc
     install_error_handlers(app)

@@ -80,6 +80,10 @@ class RequestContextMiddleware:
                 headers = [h for h in message.get("headers", []) if h[0].lower() != b"request-id"]
                 headers.append((b"request-id", request_id.encode()))
                 message["headers"] = headers
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                # Latency ends when the response is sent, not after background tasks (Loom's
+                # effects run after the 202 in this same call).
+                status_holder["sent_at"] = time.perf_counter()
             await send(message)
 
         try:
@@ -93,7 +97,8 @@ class RequestContextMiddleware:
                 raise
             await _send_error(send_wrapper, HeddleError("payload_too_large", self._too_large()), request_id)
         finally:
-            self._record(scope, state, method, path, status_holder["status"], request_id, started)
+            self._record(scope, state, method, path, status_holder["status"], request_id, started,
+                         status_holder.get("sent_at"))
 
     def _too_large(self) -> str:
         return f"The request body exceeds {self.max_body_bytes} bytes."
@@ -134,8 +139,8 @@ class RequestContextMiddleware:
         return limited
 
     def _record(self, scope: Scope, state: dict, method: str, path: str, status: int,
-                request_id: str, started: float) -> None:
-        elapsed = time.perf_counter() - started
+                request_id: str, started: float, sent_at: float | None = None) -> None:
+        elapsed = (sent_at or time.perf_counter()) - started
         route = scope.get("route")
         route_path = getattr(route, "path", None) or ("unmatched" if status == 404 else path)
         self.metrics.requests.labels(method, route_path, str(status)).inc()

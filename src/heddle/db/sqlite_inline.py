@@ -180,19 +180,23 @@ class InlineConnection:
         """Take SQLite's write lock, sleeping (not blocking the loop) while another process has it."""
         deadline = time.monotonic() + self._lock_timeout
         delay = 0.001
-        while True:
-            try:
-                call(*args)
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() >= deadline:
+        self._conn.execute("PRAGMA busy_timeout=0")  # fail at once, then sleep on the loop
+        try:
+            while True:
+                try:
+                    call(*args)
+                    return
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or time.monotonic() >= deadline:
+                        self._release_unconditionally()
+                        raise
+                except BaseException:
                     self._release_unconditionally()
                     raise
-            except BaseException:
-                self._release_unconditionally()
-                raise
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.05)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout={INLINE_BUSY_TIMEOUT_MS}")
 
     def _release_unconditionally(self) -> None:
         if self._held is not None:

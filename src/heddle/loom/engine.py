@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from heddle.billing import service as billing
 from heddle.config import Settings
@@ -34,6 +34,9 @@ from heddle.observability.metrics import Metrics
 from heddle.workspaces.models import Workspace
 
 log = get_logger(__name__)
+
+
+_REALTIME_ENABLED = select(Workspace.realtime_enabled).where(Workspace.id == bindparam("workspace_id"))
 
 
 class RunFailure(Exception):
@@ -91,10 +94,10 @@ class RunEngine:
             return False
         if run.turn_count >= self.settings.run_max_turns:
             raise RunFailure("max_turns_exceeded", f"The run used its {self.settings.run_max_turns} model turns.")
-        await self._model_turn(run, agent, deadline)
-        return True
+        return await self._model_turn(run, agent, deadline)
 
-    async def _model_turn(self, run: Run, agent: Agent, deadline: float) -> None:
+    async def _model_turn(self, run: Run, agent: Agent, deadline: float) -> bool:
+        """One model turn in one transaction; False when it closed the run (nothing left to do)."""
         try:
             model_class = self.registry.get(agent.model_class)
         except Exception:
@@ -125,7 +128,7 @@ class RunEngine:
         async with self.db.transaction() as session:
             run = await session.get(Run, run.id)
             if run.state != RUNNING:
-                return
+                return False
             turn = Turn(id=uuid.uuid4(), run_id=run.id, seq=run.turn_count + 1, model_class=model_class.name,
                         input_tokens=response.input_tokens, output_tokens=response.output_tokens,
                         cost_micro=cost, request=response.request,
@@ -149,7 +152,9 @@ class RunEngine:
                     session.add(self._new_tool_call(run, agent, turn, seq + i, call))
             else:
                 await self._finish(session, run, response.text or "", effects)
-        await self._publish(effects, run.workspace_id)
+            realtime = await self._realtime_enabled(session, run.workspace_id) if effects.events else False
+        await self._publish(effects, run.workspace_id, realtime)
+        return bool(response.tool_calls)
 
     def _new_tool_call(self, run: Run, agent: Agent, turn: Turn, seq: int, call) -> ToolCall:
         definition = tool_definition(agent, call.name)
@@ -177,13 +182,20 @@ class RunEngine:
         effects.message_created(run.thread_id, message_dict(message))
         effects.run_updated(run.thread_id, await render_run(session, run))
 
-    async def _publish(self, effects: Effects, workspace_id: str) -> None:
+    async def _realtime_enabled(self, session, workspace_id: str) -> bool:
+        if self.events() is None:
+            return False
+        return bool(await session.scalar(_REALTIME_ENABLED, {"workspace_id": workspace_id}))
+
+    async def _publish(self, effects: Effects, workspace_id: str, realtime_enabled: bool | None = None) -> None:
+        """Send the events of a committed step (looking the workspace's realtime flag up if not given)."""
         sink = self.events()
         if sink is None or not effects.events:
             return
-        async with self.db.session() as session:
-            enabled = await session.scalar(select(Workspace.realtime_enabled).where(Workspace.id == workspace_id))
-        await effects.apply(sink, None, bool(enabled))
+        if realtime_enabled is None:
+            async with self.db.session() as session:
+                realtime_enabled = await self._realtime_enabled(session, workspace_id)
+        await effects.apply(sink, None, realtime_enabled)
 
     # -- tool calls -----------------------------------------------------------------------
 

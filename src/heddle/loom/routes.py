@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request
-from sqlalchemy.ext.asyncio import AsyncSession
+from fastapi import APIRouter, BackgroundTasks, Query, Request
 
-from heddle.api.deps import db_session, db_write_session, loom_auth, loom_auth_for_write, services
+from heddle.api.deps import loom_session, services
 from heddle.api.envelope import error_responses, ok
 from heddle.auth.context import AuthContext, validate_subject
 from heddle.loom import service
@@ -30,34 +29,33 @@ def _apply_after_response(request: Request, auth: AuthContext, effects: Effects,
 @router.post("/threads", status_code=201, summary="Open (or reuse) the subject's thread with an agent",
              responses={200: {"description": "The subject's existing thread for that agent"},
                         **error_responses(*AUTH_ERRORS, "subject_required", "agent_not_found")})
-async def create_thread(body: CreateThread, request: Request, auth: AuthContext = Depends(loom_auth_for_write),
-                        session: AsyncSession = Depends(db_write_session)):
-    # The Service-Subject header (relay) or the token's `sub` (direct) wins over subject_ref.
-    if body.subject_ref and auth.mode == "relay" and auth.subject is None:
-        auth = replace(auth, subject=validate_subject(body.subject_ref))
-    data, created = await service.open_thread(session, auth, body.agent)
-    await session.commit()
+async def create_thread(body: CreateThread, request: Request):
+    async with loom_session(request, write=True) as (auth, session):
+        # The Service-Subject header (relay) or the token's `sub` (direct) wins over subject_ref.
+        if body.subject_ref and auth.mode == "relay" and auth.subject is None:
+            auth = replace(auth, subject=validate_subject(body.subject_ref))
+        data, created = await service.open_thread(session, auth, body.agent)
+        await session.commit()
     return ok(data, status_code=201 if created else 200)
 
 
 @router.get("/threads", summary="The subject's threads, newest first",
             responses=error_responses(*AUTH_ERRORS, "subject_required"))
 async def list_threads(agent: str | None = Query(None, max_length=80), limit: int = Query(20, ge=1, le=100),
-                       after: str | None = Query(None, max_length=500), auth: AuthContext = Depends(loom_auth),
-                       session: AsyncSession = Depends(db_session)):
-    return ok(await service.list_threads(session, auth, agent=agent, limit=limit, after=after))
+                       after: str | None = Query(None, max_length=500), *, request: Request):
+    async with loom_session(request) as (auth, session):
+        return ok(await service.list_threads(session, auth, agent=agent, limit=limit, after=after))
 
 
 @router.post("/threads/{thread_id}/messages", status_code=202,
              summary="Post a user message: starts a run, or answers the run awaiting input",
              responses=error_responses(*AUTH_ERRORS, "subject_required", "not_found", "run_active",
                                        "connection_required", "connection_not_found"))
-async def post_message(thread_id: str, body: PostMessage, request: Request, background: BackgroundTasks,
-                       auth: AuthContext = Depends(loom_auth_for_write),
-                       session: AsyncSession = Depends(db_write_session)):
+async def post_message(thread_id: str, body: PostMessage, request: Request, background: BackgroundTasks):
     effects = Effects()
-    data = await service.post_message(session, auth, thread_id, body.content, effects)
-    await session.commit()
+    async with loom_session(request, write=True) as (auth, session):
+        data = await service.post_message(session, auth, thread_id, body.content, effects)
+        await session.commit()
     _apply_after_response(request, auth, effects, background)
     return ok(data, status_code=202)
 
@@ -65,29 +63,30 @@ async def post_message(thread_id: str, body: PostMessage, request: Request, back
 @router.get("/threads/{thread_id}/messages", summary="A thread's messages, oldest first",
             responses=error_responses(*AUTH_ERRORS, "subject_required", "not_found"))
 async def list_messages(thread_id: str, limit: int = Query(50, ge=1, le=200),
-                        after: str | None = Query(None, max_length=500), auth: AuthContext = Depends(loom_auth),
-                        session: AsyncSession = Depends(db_session)):
-    return ok(await service.list_messages(session, auth, thread_id, limit=limit, after=after))
+                        after: str | None = Query(None, max_length=500), *, request: Request):
+    async with loom_session(request) as (auth, session):
+        return ok(await service.list_messages(session, auth, thread_id, limit=limit, after=after))
 
 
 @router.get("/runs/{run_id}", summary="A run", responses=error_responses(*AUTH_ERRORS, "not_found"))
-async def get_run(run_id: str, auth: AuthContext = Depends(loom_auth), session: AsyncSession = Depends(db_session)):
-    return ok(await service.get_run(session, auth, run_id))
+async def get_run(run_id: str, request: Request):
+    async with loom_session(request) as (auth, session):
+        return ok(await service.get_run(session, auth, run_id))
 
 
 @router.get("/runs/{run_id}/trace", summary="A run with its turns, tool calls and attributed API calls",
             responses=error_responses(*AUTH_ERRORS, "not_found"))
-async def get_trace(run_id: str, auth: AuthContext = Depends(loom_auth), session: AsyncSession = Depends(db_session)):
-    return ok(await service.get_trace(session, auth, run_id))
+async def get_trace(run_id: str, request: Request):
+    async with loom_session(request) as (auth, session):
+        return ok(await service.get_trace(session, auth, run_id))
 
 
 @router.post("/runs/{run_id}/outcome", summary="Confirm the outcome of a tool call the run awaits",
              responses=error_responses(*AUTH_ERRORS, "not_found", "run_not_awaiting_outcome"))
-async def post_outcome(run_id: str, body: PostOutcome, request: Request, background: BackgroundTasks,
-                       auth: AuthContext = Depends(loom_auth_for_write),
-                       session: AsyncSession = Depends(db_write_session)):
+async def post_outcome(run_id: str, body: PostOutcome, request: Request, background: BackgroundTasks):
     effects = Effects()
-    data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)
-    await session.commit()
+    async with loom_session(request, write=True) as (auth, session):
+        data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)
+        await session.commit()
     _apply_after_response(request, auth, effects, background)
     return ok(data)
