@@ -7,7 +7,7 @@ the database and the request: the key lookup, allowed origins and the `conn` cla
 from __future__ import annotations
 
 from fastapi import Request
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.auth.context import AuthContext
@@ -16,6 +16,12 @@ from heddle.auth.session_tokens import KeyInfo, SessionTokenVerifier
 from heddle.db.base import Database
 from heddle.errors import HeddleError
 from heddle.workspaces.models import ApiKey, Connection, Workspace
+
+# Built once (every direct request runs them).
+_KEY_WITH_WORKSPACE = (select(ApiKey, Workspace).join(Workspace, Workspace.id == ApiKey.workspace_id)
+                       .where(ApiKey.id == bindparam("key_id")))
+_CONNECTION_OF_WORKSPACE = select(Connection.id).where(
+    Connection.id == bindparam("conn", type_=Connection.id.type), Connection.workspace_id == bindparam("ws"))
 
 
 class DirectAuthenticator:
@@ -36,9 +42,7 @@ class DirectAuthenticator:
         found: dict[str, Workspace] = {}
 
         async def lookup(key_id: str) -> KeyInfo | None:
-            row = (await session.execute(
-                select(ApiKey, Workspace).join(Workspace, Workspace.id == ApiKey.workspace_id)
-                .where(ApiKey.id == key_id))).first()
+            row = (await session.execute(_KEY_WITH_WORKSPACE, {"key_id": key_id})).first()
             if row is None:
                 return None
             key, ws = row
@@ -53,8 +57,7 @@ class DirectAuthenticator:
             raise HeddleError("origin_not_allowed", f"Origin {origin!r} is not an allowed origin of this "
                               "workspace (heddle workspace update --allowed-origin).")
         if claims.conn is not None:
-            conn = await session.scalar(select(Connection.id).where(
-                Connection.id == claims.conn, Connection.workspace_id == ws.id))
+            conn = await session.scalar(_CONNECTION_OF_WORKSPACE, {"conn": claims.conn, "ws": ws.id})
             if conn is None:
                 raise HeddleError("unauthorized", "Session token rejected: `conn` is not a connection of "
                                   "this workspace.")
