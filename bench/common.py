@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -12,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import h11
 import httpx
 
 
@@ -85,10 +87,6 @@ class WireClient:
         self._conn = None
 
     async def __aenter__(self) -> WireClient:
-        import asyncio
-
-        import h11
-
         self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
         sock = self._writer.get_extra_info("socket")
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -100,8 +98,6 @@ class WireClient:
 
     async def request(self, method: str, path: str, headers: dict[str, str] | None = None,
                       json_body: object = None) -> tuple[int, object]:
-        import h11
-
         body = json.dumps(json_body).encode() if json_body is not None else b""
         head = [("host", f"{self.host}:{self.port}"), *(headers or {}).items()]
         if json_body is not None:

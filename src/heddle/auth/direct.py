@@ -11,15 +11,14 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.auth.context import AuthContext
-from heddle.auth.relay import workspace_info
+from heddle.auth.relay import KEYS_WITH_WORKSPACE, workspace_info
 from heddle.auth.session_tokens import KeyInfo, SessionTokenVerifier
 from heddle.db.base import Database
 from heddle.errors import HeddleError
 from heddle.workspaces.models import ApiKey, Connection, Workspace
 
 # Built once (every direct request runs them).
-_KEY_WITH_WORKSPACE = (select(ApiKey, Workspace).join(Workspace, Workspace.id == ApiKey.workspace_id)
-                       .where(ApiKey.id == bindparam("key_id")))
+_KEY_BY_ID = KEYS_WITH_WORKSPACE.where(ApiKey.id == bindparam("key_id"))
 _CONNECTION_OF_WORKSPACE = select(Connection.id).where(
     Connection.id == bindparam("conn", type_=Connection.id.type), Connection.workspace_id == bindparam("ws"))
 
@@ -42,7 +41,7 @@ class DirectAuthenticator:
         found: dict[str, Workspace] = {}
 
         async def lookup(key_id: str) -> KeyInfo | None:
-            row = (await session.execute(_KEY_WITH_WORKSPACE, {"key_id": key_id})).first()
+            row = (await session.execute(_KEY_BY_ID, {"key_id": key_id})).first()
             if row is None:
                 return None
             key, ws = row

@@ -21,9 +21,9 @@ def workspace_info(ws: Workspace) -> WorkspaceInfo:
     )
 
 
-# Built once: every relay request runs it.
-_KEY_WITH_WORKSPACE = (select(ApiKey, Workspace).join(Workspace, Workspace.id == ApiKey.workspace_id)
-                       .where(ApiKey.secret_hash == bindparam("digest")))
+# Built once: every authenticated request runs one of these.
+KEYS_WITH_WORKSPACE = select(ApiKey, Workspace).join(Workspace, Workspace.id == ApiKey.workspace_id)
+_KEY_BY_SECRET_HASH = KEYS_WITH_WORKSPACE.where(ApiKey.secret_hash == bindparam("digest"))
 
 
 async def authenticate_secret(session: AsyncSession, secret: str) -> AuthContext:
@@ -31,7 +31,7 @@ async def authenticate_secret(session: AsyncSession, secret: str) -> AuthContext
         raise HeddleError("unauthorized", "The bearer is neither a session token (JWT) nor a "
                           "well-formed workspace secret (sk_live_… or sk_test_…).")
     digest = hash_secret(secret)
-    row = (await session.execute(_KEY_WITH_WORKSPACE, {"digest": digest})).first()
+    row = (await session.execute(_KEY_BY_SECRET_HASH, {"digest": digest})).first()
     # Compare in constant time even though the lookup was by hash, so that a timing difference
     # never depends on how much of a presented secret matched.
     if row is None or not hmac.compare_digest(row[0].secret_hash, digest):

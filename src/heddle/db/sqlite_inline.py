@@ -208,9 +208,6 @@ class InlineConnection:
     def cursor(self) -> InlineCursor:
         return InlineCursor(self)
 
-    async def execute(self, sql: str, parameters: Sequence[Any] | dict | None = None) -> InlineCursor:
-        return await InlineCursor(self).execute(sql, parameters)
-
     async def commit(self) -> None:
         try:
             self._conn.commit()
@@ -245,14 +242,6 @@ class InlineConnection:
     @property
     def isolation_level(self) -> str | None:
         return self._conn.isolation_level
-
-    @property
-    def in_transaction(self) -> bool:
-        return self._conn.in_transaction
-
-    @property
-    def total_changes(self) -> int:
-        return self._conn.total_changes
 
 
 def inline_creator(path: str, *, lock_timeout: float = 30.0, uri: bool = False) -> Callable[[], Any]:

@@ -74,11 +74,6 @@ async def visible_run(session: AsyncSession, auth: AuthContext, run_id: str, *, 
     return run
 
 
-async def latest_run(session: AsyncSession, thread_id: uuid.UUID) -> Run | None:
-    return await session.scalar(
-        select(Run).where(Run.thread_id == thread_id).order_by(Run.created_at.desc(), Run.id).limit(1))
-
-
 _LATEST_ANSWER = (select(Message).where(Message.run_id == bindparam("run_id", type_=Message.run_id.type),
                                         Message.role == "assistant").order_by(Message.seq.desc()).limit(1))
 

@@ -116,6 +116,7 @@ async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str,
         await transition(session, run, "answer", pending_question=None)
         if auth.mode == "direct":
             run.session_token, run.session_token_expires_at = auth.session_token, auth.session_token_expires_at
+        await session.flush()
     else:
         connection_id = await _resolve_run_connection(session, auth, agent)
         now = utcnow()
@@ -131,7 +132,6 @@ async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str,
         await session.execute(_INSERT_RUN, run_row)
         await session.execute(_INSERT_MESSAGE, message_row)
         run, message = Run(**run_row), Message(**message_row)
-    await session.flush()
     if run.turn_count == 0 and run.connection_id is None:  # a new run: nothing more to read
         run_data = run_dict(run, latest=None, connection=None)
     else:
