@@ -58,6 +58,7 @@ class Settings(BaseSettings):
     # --- direct mode (JWKS) ---
     jwks_cache_ttl: float = Field(default=300.0, gt=0)
     jwks_refresh_min_interval: float = Field(default=30.0, ge=0)
+    session_token_cache_size: int = Field(default=10_000, ge=0)  # verified tokens remembered; 0 = off
 
     # --- Identify holder-name resolution providers (unset = `unavailable`) ---
     name_resolution_timeout: float = Field(default=5.0, gt=0)

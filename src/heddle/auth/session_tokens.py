@@ -21,6 +21,7 @@ import binascii
 import datetime as dt
 import json
 import re
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -39,6 +40,7 @@ from heddle.auth.jwks_keyset import (
     parse_jwks,
 )
 from heddle.auth.session_errors import TokenError
+from heddle.auth.verified_tokens import VerifiedToken, VerifiedTokenCache
 
 __all__ = ["KeyInfo", "SessionClaims", "SessionTokenVerifier", "TokenError", "looks_like_jwt"]
 
@@ -111,7 +113,9 @@ class SessionTokenVerifier:
     database code and one instance can be shared by every request of a process.
 
     `leeway` is the clock skew allowed on `exp`, `nbf` and `iat`; `max_lifetime` refuses tokens
-    whose `exp` is further ahead than that (plus the leeway).
+    whose `exp` is further ahead than that (plus the leeway). `verified_cache_size` tokens that
+    passed are remembered so that their signature is not checked again on every request
+    (heddle.auth.verified_tokens says what a remembered token is still checked for; 0 disables).
     """
 
     def __init__(
@@ -124,10 +128,12 @@ class SessionTokenVerifier:
         max_lifetime: float = 900.0,
         max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
         pasted_jwks_cache_size: int = 1024,
+        verified_cache_size: int = 10_000,
     ):
-        if leeway < 0 or max_lifetime <= 0 or max_token_bytes < 256 or pasted_jwks_cache_size < 1:
-            raise ValueError("leeway must be >= 0, max_lifetime > 0, max_token_bytes >= 256 "
-                             "and pasted_jwks_cache_size >= 1")
+        if (leeway < 0 or max_lifetime <= 0 or max_token_bytes < 256 or pasted_jwks_cache_size < 1
+                or verified_cache_size < 0):
+            raise ValueError("leeway must be >= 0, max_lifetime > 0, max_token_bytes >= 256, "
+                             "pasted_jwks_cache_size >= 1 and verified_cache_size >= 0")
         self._key_lookup = key_lookup
         self._jwks_cache = jwks_cache
         self._audience = audience
@@ -136,6 +142,7 @@ class SessionTokenVerifier:
         self._max_token_bytes = max_token_bytes
         self._pasted_size = pasted_jwks_cache_size
         self._pasted: OrderedDict[str, KeySet] = OrderedDict()
+        self._verified = VerifiedTokenCache(verified_cache_size)
 
     async def verify(self, token: str, *, key_lookup: KeyLookup | None = None) -> SessionClaims:
         """Verify `token` completely; raises TokenError naming the first check that failed.
@@ -150,27 +157,35 @@ class SessionTokenVerifier:
             raise TokenError("the bearer is empty or not text")
         if len(token) > self._max_token_bytes:
             raise TokenError(f"the token is longer than {self._max_token_bytes} bytes")
+        digest = VerifiedTokenCache.digest(token)
+        remembered = self._verified.get(digest)
+        if remembered is not None:
+            try:
+                claims = await self._still_valid(remembered, lookup)
+            except TokenError:
+                self._verified.discard(digest)
+                raise
+            if claims is not None:
+                return claims
+            self._verified.discard(digest)  # its key changed: verify the signature again
+
         header, unverified = _peek(token)
         alg = _algorithm(header)
         kid = _kid(header)
         key_id = session_claims.issuer_key_id(unverified)
 
-        info = await lookup(key_id)
-        if info is None or info.key_id != key_id:
-            raise TokenError(f"unknown API key {key_id} in iss")
-        if not info.active:
-            raise TokenError(f"the API key {key_id} in iss was revoked")
-        key = (await self._signing_key(info, kid)).for_alg(alg)
-
+        info = _active_key(await lookup(key_id), key_id)
+        signing_key = await self._signing_key(info, kid)
         claims = session_claims.decode_verified(
-            token, key, alg=alg, issuer=key_id, audience=self._audience, leeway=self._leeway)
+            token, signing_key.for_alg(alg), alg=alg, issuer=key_id, audience=self._audience,
+            leeway=self._leeway)
         exp = session_claims.numeric_date(claims, "exp")
         if exp is None:  # PyJWT requires it; kept explicit so the type is narrowed for sure
             raise TokenError("the exp claim is missing")
         iat = session_claims.numeric_date(claims, "iat")
-        session_claims.numeric_date(claims, "nbf")
+        nbf = session_claims.numeric_date(claims, "nbf")
         session_claims.check_lifetime(exp, max_lifetime=self._max_lifetime, leeway=self._leeway)
-        return SessionClaims(
+        verified = SessionClaims(
             workspace_id=info.workspace_id,
             key_id=key_id,
             subject=session_claims.subject(claims),
@@ -182,6 +197,29 @@ class SessionTokenVerifier:
             alg=alg,
             claims=MappingProxyType(claims),
         )
+        self._verified.put(digest, VerifiedToken(verified, signing_key, exp=exp, nbf=nbf, iat=iat))
+        return verified
+
+    async def _still_valid(self, remembered: VerifiedToken, lookup: KeyLookup) -> SessionClaims | None:
+        """The claims of a token accepted before when it is still valid now; None when its key
+        is no longer the one that verified it (then the caller verifies it again from scratch).
+
+        Raises the same TokenError a full verification would for a revoked key or the clock.
+        """
+        claims = remembered.claims
+        info = _active_key(await lookup(claims.key_id), claims.key_id)
+        if info.workspace_id != claims.workspace_id:
+            return None
+        if await self._signing_key(info, claims.kid) is not remembered.key:
+            return None
+        now = time.time()
+        if remembered.exp <= now - self._leeway:
+            raise TokenError("the token has expired (exp is in the past)")
+        for name, value in (("nbf", remembered.nbf), ("iat", remembered.iat)):
+            if value is not None and value > now + self._leeway:
+                raise TokenError(f"the token is not valid yet ({name} is in the future)")
+        session_claims.check_lifetime(remembered.exp, max_lifetime=self._max_lifetime, leeway=self._leeway)
+        return claims
 
     async def _signing_key(self, info: KeyInfo, kid: str) -> JwksKey:
         """The key `kid` from the pasted JWKS when there is one, else from the JWKS URI."""
@@ -212,6 +250,14 @@ class SessionTokenVerifier:
         if len(self._pasted) > self._pasted_size:
             self._pasted.popitem(last=False)
         return key_set
+
+
+def _active_key(info: KeyInfo | None, key_id: str) -> KeyInfo:
+    if info is None or info.key_id != key_id:
+        raise TokenError(f"unknown API key {key_id} in iss")
+    if not info.active:
+        raise TokenError(f"the API key {key_id} in iss was revoked")
+    return info
 
 
 def _peek(token: str) -> tuple[dict[str, Any], dict[str, Any]]:

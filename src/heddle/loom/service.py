@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from functools import cache
 from typing import Any
 
-from sqlalchemy import and_, func, insert, or_, select
+from sqlalchemy import Select, and_, bindparam, func, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -53,17 +54,27 @@ async def open_thread(session: AsyncSession, auth: AuthContext, agent_id: str) -
     return thread_dict(thread), True
 
 
-async def list_threads(session: AsyncSession, auth: AuthContext, *, agent: str | None, limit: int,
-                       after: str | None) -> dict[str, Any]:
-    subject = auth.require_subject()
-    query = select(Thread).where(Thread.workspace_id == auth.workspace_id, Thread.subject == subject)
-    if agent:
-        query = query.where(Thread.agent_id == agent)
-    if after:
-        created_at, last_id = q.decode_thread_cursor(after)
+@cache
+def _threads_query(by_agent: bool, after_cursor: bool) -> Select:
+    """The subject's threads, newest first; built once per shape (every list runs one)."""
+    query = select(Thread).where(Thread.workspace_id == bindparam("ws"), Thread.subject == bindparam("subject"))
+    if by_agent:
+        query = query.where(Thread.agent_id == bindparam("agent"))
+    if after_cursor:
+        created_at = bindparam("after_created_at", type_=Thread.created_at.type)
+        last_id = bindparam("after_id", type_=Thread.id.type)
         query = query.where(or_(Thread.created_at < created_at,
                                 and_(Thread.created_at == created_at, Thread.id < last_id)))
-    rows = list(await session.scalars(query.order_by(Thread.created_at.desc(), Thread.id.desc()).limit(limit + 1)))
+    return query.order_by(Thread.created_at.desc(), Thread.id.desc()).limit(bindparam("limit"))
+
+
+async def list_threads(session: AsyncSession, auth: AuthContext, *, agent: str | None, limit: int,
+                       after: str | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"ws": auth.workspace_id, "subject": auth.require_subject(), "agent": agent,
+                              "limit": limit + 1}
+    if after:
+        params["after_created_at"], params["after_id"] = q.decode_thread_cursor(after)
+    rows = list(await session.scalars(_threads_query(bool(agent), bool(after)), params))
     rows, cursor = q.page(rows, limit, lambda t: (t.created_at, t.id))
     return {"items": [thread_dict(t) for t in rows], "next_cursor": cursor}
 

@@ -1,0 +1,69 @@
+"""A bounded memory of session tokens whose signature has already been verified.
+
+A browser sends the same session token with every request for its whole life (up to 900 s),
+and checking an ES256 signature costs more than the rest of a read request's authentication.
+So, like Envoy's `jwt_authn` cache, the verifier remembers a token it accepted, keyed by the
+token's SHA-256, together with the very key object that verified it.
+
+A hit is not a blind pass. The verifier still looks the API key up (revocation), still resolves
+the token's `kid` in the workspace's current key set and requires the *same* parsed key (a key
+removed from the JWKS, a pasted JWKS replaced, or a JWKS refetched after its TTL all give new
+key objects, hence a full verification), and still checks `exp`, `nbf`/`iat` and the lifetime
+limit against the clock. What a hit skips is only the signature check and the re-reading of
+claims that cannot have changed. Only accepted tokens are stored, so a flood of bad tokens
+cannot fill it; only the caller's backend can mint tokens that get in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from heddle.auth.jwks_keyset import JwksKey
+    from heddle.auth.session_tokens import SessionClaims
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedToken:
+    claims: SessionClaims
+    key: JwksKey  # the parsed key that verified the signature; compared by identity on a hit
+    exp: float
+    nbf: float | None
+    iat: float | None
+
+
+class VerifiedTokenCache:
+    """LRU of verified tokens, at most `size` entries (0 disables it)."""
+
+    def __init__(self, size: int):
+        if size < 0:
+            raise ValueError("size must be >= 0")
+        self._size = size
+        self._entries: OrderedDict[bytes, VerifiedToken] = OrderedDict()
+
+    @staticmethod
+    def digest(token: str) -> bytes:
+        return hashlib.sha256(token.encode()).digest()
+
+    def get(self, digest: bytes) -> VerifiedToken | None:
+        entry = self._entries.get(digest)
+        if entry is not None:
+            self._entries.move_to_end(digest)
+        return entry
+
+    def put(self, digest: bytes, entry: VerifiedToken) -> None:
+        if not self._size:
+            return
+        self._entries[digest] = entry
+        self._entries.move_to_end(digest)
+        if len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+    def discard(self, digest: bytes) -> None:
+        self._entries.pop(digest, None)
+
+    def __len__(self) -> int:
+        return len(self._entries)
