@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -109,6 +110,4 @@ async def _loom(request: Request, session: AsyncSession, *, write: bool) -> Auth
     connection = connection_header.strip() if connection_header else None
     if connection is not None and not (0 < len(connection) <= 100):
         raise HeddleError("connection_not_found", "Service-Connection must be a connection id or name.")
-    from dataclasses import replace
-
     return _publish(request, replace(ctx, subject=subject, connection_ref=connection))
