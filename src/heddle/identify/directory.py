@@ -35,6 +35,13 @@ class DirectoryRecord:
     rails_complete: bool = False
     note: str | None = None
 
+    def rails_with(self, curated: Institution | None) -> tuple[str, ...]:
+        """The row's rails, then the curated institution's, unless the row's are exhaustive."""
+        own = self.institution.reachable_rails
+        if curated is None or self.rails_complete:
+            return own
+        return tuple(dict.fromkeys((*own, *curated.reachable_rails)))
+
 
 def record_from_row(rail: str, code: str, name: str, type_: str, bic: str | None, city: str | None,
                     country: str, rails: list | None, extra: dict | None) -> DirectoryRecord:

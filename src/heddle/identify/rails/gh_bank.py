@@ -12,7 +12,6 @@ from heddle.identify.rails.base import (
     digits_account,
     identified,
     invalid,
-    merge_rails,
     not_found,
 )
 from heddle.identify.rails.sort_code import UK_WRITTEN_FORM
@@ -38,9 +37,7 @@ class GhanaBankRail:
         record = ctx.directory.imported(self.rail, code)
         curated = ctx.directory.curated.gh_banks.get(code)
         if record is not None:
-            extra = curated.reachable_rails if curated and not record.rails_complete else ()
-            return identified(self.rail, record.institution,
-                              rails=merge_rails(record.institution.reachable_rails, extra),
+            return identified(self.rail, record.institution, rails=record.rails_with(curated),
                               account_number=account)
         if curated is not None:
             return identified(self.rail, curated, account_number=account)

@@ -14,7 +14,6 @@ from heddle.identify.rails.base import (
     digits_account,
     identified,
     invalid,
-    merge_rails,
     not_found,
 )
 from heddle.identify.schemas import Rail
@@ -48,13 +47,11 @@ class IfscRail:
         record = ctx.directory.imported(self.rail, code)
         if record is not None:
             branch = record.institution
-            bank_rails = bank.reachable_rails if bank and not record.rails_complete else ()
             # Imported rows win for name and city; the curated bank fills the BIC and type.
             institution = dataclasses.replace(
                 branch, bic=branch.bic or (bank.bic if bank else None),
                 type=bank.type if bank else branch.type)
-            return identified(self.rail, institution,
-                              rails=merge_rails(branch.reachable_rails, bank_rails),
+            return identified(self.rail, institution, rails=record.rails_with(bank),
                               account_number=account)
         if bank is not None:
             # The first four letters are the bank: identifying the bank is certain even when

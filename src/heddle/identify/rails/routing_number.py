@@ -16,7 +16,6 @@ from heddle.identify.rails.base import (
     digits_account,
     identified,
     invalid,
-    merge_rails,
     not_found,
 )
 from heddle.identify.schemas import Rail
@@ -57,9 +56,7 @@ class RoutingNumberRail:
             institution = record.institution
             if curated is not None:
                 institution = dataclasses.replace(institution, type=curated.type)
-            curated_rails = curated.reachable_rails if curated and not record.rails_complete else ()
-            return identified(self.rail, institution,
-                              rails=merge_rails(record.institution.reachable_rails, curated_rails),
+            return identified(self.rail, institution, rails=record.rails_with(curated),
                               account_number=account, detail=record.note)
         if curated is not None:
             return identified(self.rail, curated, account_number=account)

@@ -16,7 +16,6 @@ from heddle.identify.rails.base import (
     digits_account,
     identified,
     invalid,
-    merge_rails,
     not_found,
 )
 from heddle.identify.schemas import Institution, Rail
@@ -38,8 +37,7 @@ def lookup_sort_code(code: str, ctx: LookupContext) -> SortCodeMatch | None:
     curated = _curated_range(code, ctx)
     curated_inst = curated.institution if curated is not None else None
     if record is not None:
-        extra = () if record.rails_complete or curated_inst is None else curated_inst.reachable_rails
-        return SortCodeMatch(record.institution, merge_rails(record.institution.reachable_rails, extra))
+        return SortCodeMatch(record.institution, record.rails_with(curated_inst))
     if curated_inst is None:
         return None
     return SortCodeMatch(dataclasses.replace(curated_inst, code=code), curated_inst.reachable_rails)
