@@ -9,9 +9,9 @@ import pytest
 from heddle.config import Settings
 from heddle.identify.names import NameResolverRegistry, PaystackResolver
 from heddle.identify.names.base import NOT_SUPPORTED, UNAVAILABLE, NameResolution
-from heddle.identify.names.cache import TTLCache
 from heddle.identify.schemas import IdentifyRequest, Institution, NameResolutionStatus, Rail
 from heddle.identify.service import IdentifyService, build_identify_service
+from heddle.ttl_cache import TTLCache
 from identify.fakes import FakeMtnMomo, FakePaystack
 
 GTBANK = Institution(name="Guaranty Trust Bank Limited", type="bank", code="058", country="NG",

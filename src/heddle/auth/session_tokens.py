@@ -40,7 +40,8 @@ from heddle.auth.jwks_keyset import (
     parse_jwks,
 )
 from heddle.auth.session_errors import TokenError
-from heddle.auth.verified_tokens import VerifiedToken, VerifiedTokenCache
+from heddle.auth.verified_tokens import VerifiedToken, token_digest
+from heddle.ttl_cache import TTLCache
 
 __all__ = ["KeyInfo", "SessionClaims", "SessionTokenVerifier", "TokenError", "looks_like_jwt"]
 
@@ -142,7 +143,11 @@ class SessionTokenVerifier:
         self._max_token_bytes = max_token_bytes
         self._pasted_size = pasted_jwks_cache_size
         self._pasted: OrderedDict[str, KeySet] = OrderedDict()
-        self._verified = VerifiedTokenCache(verified_cache_size)
+        # Any token is expired `max_lifetime` + leeway after it was verified; the TTL only
+        # frees memory, as every use checks `exp` anyway. Size 0: a cache that stores nothing.
+        self._verified: TTLCache[VerifiedToken] = TTLCache(
+            max_lifetime + 2 * leeway if verified_cache_size else 0,
+            max_entries=max(verified_cache_size, 1))
 
     async def verify(self, token: str, *, key_lookup: KeyLookup | None = None) -> SessionClaims:
         """Verify `token` completely; raises TokenError naming the first check that failed.
@@ -157,7 +162,7 @@ class SessionTokenVerifier:
             raise TokenError("the bearer is empty or not text")
         if len(token) > self._max_token_bytes:
             raise TokenError(f"the token is longer than {self._max_token_bytes} bytes")
-        digest = VerifiedTokenCache.digest(token)
+        digest = token_digest(token)
         remembered = self._verified.get(digest)
         if remembered is not None:
             try:
@@ -197,7 +202,7 @@ class SessionTokenVerifier:
             alg=alg,
             claims=MappingProxyType(claims),
         )
-        self._verified.put(digest, VerifiedToken(verified, signing_key, exp=exp, nbf=nbf, iat=iat))
+        self._verified.set(digest, VerifiedToken(verified, signing_key, exp=exp, nbf=nbf, iat=iat))
         return verified
 
     async def _still_valid(self, remembered: VerifiedToken, lookup: KeyLookup) -> SessionClaims | None:

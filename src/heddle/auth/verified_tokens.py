@@ -11,13 +11,13 @@ removed from the JWKS, a pasted JWKS replaced, or a JWKS refetched after its TTL
 key objects, hence a full verification), and still checks `exp`, `nbf`/`iat` and the lifetime
 limit against the clock. What a hit skips is only the signature check and the re-reading of
 claims that cannot have changed. Only accepted tokens are stored, so a flood of bad tokens
-cannot fill it; only the caller's backend can mint tokens that get in.
+cannot fill it; only the caller's backend can mint tokens that get in. The memory itself is a
+`heddle.ttl_cache.TTLCache` whose TTL outlasts any token's life.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,35 +35,6 @@ class VerifiedToken:
     iat: float | None
 
 
-class VerifiedTokenCache:
-    """LRU of verified tokens, at most `size` entries (0 disables it)."""
-
-    def __init__(self, size: int):
-        if size < 0:
-            raise ValueError("size must be >= 0")
-        self._size = size
-        self._entries: OrderedDict[bytes, VerifiedToken] = OrderedDict()
-
-    @staticmethod
-    def digest(token: str) -> bytes:
-        return hashlib.sha256(token.encode()).digest()
-
-    def get(self, digest: bytes) -> VerifiedToken | None:
-        entry = self._entries.get(digest)
-        if entry is not None:
-            self._entries.move_to_end(digest)
-        return entry
-
-    def put(self, digest: bytes, entry: VerifiedToken) -> None:
-        if not self._size:
-            return
-        self._entries[digest] = entry
-        self._entries.move_to_end(digest)
-        if len(self._entries) > self._size:
-            self._entries.popitem(last=False)
-
-    def discard(self, digest: bytes) -> None:
-        self._entries.pop(digest, None)
-
-    def __len__(self) -> int:
-        return len(self._entries)
+def token_digest(token: str) -> bytes:
+    """The key a verified token is remembered by (never the token itself)."""
+    return hashlib.sha256(token.encode()).digest()

@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable, Sequence
 
 from heddle.identify.names.base import NOT_SUPPORTED, UNAVAILABLE, NameResolution, NameResolver
-from heddle.identify.names.cache import TTLCache
 from heddle.identify.schemas import (
     NAME_RESOLUTION_RAILS,
     Institution,
@@ -14,6 +13,7 @@ from heddle.identify.schemas import (
     Rail,
 )
 from heddle.observability.logging import get_logger
+from heddle.ttl_cache import TTLCache
 
 log = get_logger(__name__)
 

@@ -1,4 +1,5 @@
-"""A small TTL cache with a size bound, for resolved holder names (never for failures)."""
+"""A small in-process cache: entries expire after a TTL; past a size bound the least recently
+used go first. Used for resolved holder names (Identify) and verified session tokens (direct mode)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ V = TypeVar("V")
 
 
 class TTLCache(Generic[V]):
+    """`ttl` 0 stores nothing (a disabled cache keeps the same interface)."""
+
     def __init__(self, ttl: float, *, max_entries: int = 10_000,
                  clock: Callable[[], float] = time.monotonic):
         if ttl < 0 or max_entries < 1:
@@ -38,6 +41,9 @@ class TTLCache(Generic[V]):
         self._items.move_to_end(key)
         while len(self._items) > self.max_entries:
             self._items.popitem(last=False)
+
+    def discard(self, key: Hashable) -> None:
+        self._items.pop(key, None)
 
     def __len__(self) -> int:
         return len(self._items)
