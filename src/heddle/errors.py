@@ -33,7 +33,7 @@ _CODES = [
     ErrorCode("origin_not_allowed", 403, "The request Origin is not in the workspace's allowed origins."),
     ErrorCode("subject_required", 400, "A relay Loom call needs the Service-Subject header."),
     ErrorCode("subject_header_with_token", 400, "Service-Subject must not be sent with a session token."),
-    ErrorCode("invalid_subject", 400, "Service-Subject must have the form <channel>:<channel_user_id>."),
+    ErrorCode("invalid_subject", 400, "Service-Subject or subject_ref is not one canonical subject: <channel>:<channel_user_id>, UTF-8, no control or invisible characters, at most 288 characters after Unicode NFC."),
     ErrorCode("connection_required", 400, "The agent has unpinned customer tools: name a connection (Service-Connection header or `conn` claim)."),
     ErrorCode("connection_not_found", 400, "The connection named by Service-Connection or `conn` does not exist in this workspace."),
     # --- billing ---

@@ -8,7 +8,8 @@ from fastapi import APIRouter, BackgroundTasks, Query, Request
 
 from heddle.api.deps import loom_session, services
 from heddle.api.envelope import error_responses, ok
-from heddle.auth.context import AuthContext, validate_subject
+from heddle.auth.context import AuthContext
+from heddle.auth.subjects import canonical_subject
 from heddle.loom import service
 from heddle.loom.effects import Effects
 from heddle.loom.schemas import CreateThread, PostMessage, PostOutcome
@@ -33,7 +34,7 @@ async def create_thread(body: CreateThread, request: Request):
     async with loom_session(request, write=True) as (auth, session):
         # The Service-Subject header (relay) or the token's `sub` (direct) wins over subject_ref.
         if body.subject_ref and auth.mode == "relay" and auth.subject is None:
-            auth = replace(auth, subject=validate_subject(body.subject_ref))
+            auth = replace(auth, subject=canonical_subject(body.subject_ref, source="subject_ref"))
         data, created = await service.open_thread(session, auth, body.agent)
         await session.commit()
     return ok(data, status_code=201 if created else 200)
