@@ -22,6 +22,7 @@ _CODES = [
     ErrorCode("invalid_request", 400, "The body, query or path failed validation; `details` names each bad field."),
     ErrorCode("not_found", 404, "No such route, or no such object visible to this caller."),
     ErrorCode("method_not_allowed", 405, "The route exists but not for this HTTP method."),
+    ErrorCode("idempotency_key_reused", 409, "The Idempotency-Key was first used with another request (method, path, subject or body) in the last 24 hours."),
     ErrorCode("payload_too_large", 413, "The request body is larger than the configured limit."),
     ErrorCode("unsupported_media_type", 415, "A body was sent with a Content-Type other than application/json."),
     ErrorCode("internal_error", 500, "Unexpected server error; quote the Request-Id when reporting it."),

@@ -14,6 +14,7 @@ from heddle.auth.relay import authenticate_secret
 from heddle.auth.session_tokens import looks_like_jwt
 from heddle.auth.subjects import subject_from_header
 from heddle.errors import HeddleError
+from heddle.idempotency.http import claim_key
 from heddle.services import Services
 
 
@@ -92,7 +93,10 @@ async def loom_session(request: Request, *, write: bool = False) -> AsyncIterato
     """
     db = services(request).database()
     async with (db.write_session() if write else db.session()) as session:
-        yield await _loom(request, session, write=write), session
+        auth = await _loom(request, session, write=write)
+        if write:  # an `Idempotency-Key` is the transaction's first write (heddle/idempotency/http.py)
+            await claim_key(session, request, auth.workspace_id, auth.subject)
+        yield auth, session
 
 
 async def _loom(request: Request, session: AsyncSession, *, write: bool) -> AuthContext:

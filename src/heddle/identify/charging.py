@@ -6,18 +6,29 @@ Shared by `POST /v1/identify` and the Loom built-in `identify` tool, so both bil
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.billing import service as billing
 from heddle.billing.service import InsufficientCredits
 from heddle.identify.schemas import IdentifyRequest
 from heddle.money import to_micro
 
+Recorder = Callable[[AsyncSession, dict[str, Any]], Awaitable[None]]
+
 
 async def identify_and_charge(svc, *, workspace_id: str, key_id: str | None, request: IdentifyRequest,
                               balance_hint: int | None = None,
-                              run_id: uuid.UUID | None = None) -> tuple[dict[str, Any], int]:
-    """Return the Identify Result and the micro-credits charged (0 unless `identified`)."""
+                              run_id: uuid.UUID | None = None,
+                              record: Recorder | None = None) -> tuple[dict[str, Any], int]:
+    """Return the Identify Result and the micro-credits charged (0 unless `identified`).
+
+    `record(session, result)` runs first in the charge's transaction (in a transaction of its
+    own when nothing is charged): the Idempotency-Key's response commits with the charge or not
+    at all, so a retry is never billed twice and a charged call always has its response stored.
+    """
     price = to_micro(svc.settings.identify_price_credits)
     if price:
         if balance_hint is None:
@@ -27,11 +38,17 @@ async def identify_and_charge(svc, *, workspace_id: str, key_id: str | None, req
             raise InsufficientCredits(balance_hint, price)
     result = await svc.identify.identify(request)
     svc.metrics.identify.labels(str(result.rail), str(result.result)).inc()
+    data = result.to_dict()
     charged = 0
     if result.billable and price:
         async with svc.database().transaction() as session:
+            if record is not None:
+                await record(session, data)
             await billing.charge(session, workspace_id, price, reason="identify", ref=str(result.rail),
                                  run_id=run_id, key_id=key_id)
         svc.metrics.credits_charged.labels("identify").inc(price)
         charged = price
-    return result.to_dict(), charged
+    elif record is not None:
+        async with svc.database().transaction() as session:
+            await record(session, data)
+    return data, charged
