@@ -26,6 +26,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     migrate_on_start: bool = True
 
+    # --- safe retries (Idempotency-Key) ---
+    idempotency_ttl_hours: float = Field(default=24.0, gt=0)
+    idempotency_prune_interval_s: float = Field(default=600.0, gt=0)
+    fault_pause_after_commit_s: float = Field(default=0.0, ge=0)  # crash tests only; see configuration.md
+
     # --- billing (credits are shown as numbers, kept as integer micro-credits) ---
     identify_price_credits: float = Field(default=1.0, ge=0)
 

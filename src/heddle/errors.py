@@ -22,6 +22,7 @@ _CODES = [
     ErrorCode("invalid_request", 400, "The body, query or path failed validation; `details` names each bad field."),
     ErrorCode("not_found", 404, "No such route, or no such object visible to this caller."),
     ErrorCode("method_not_allowed", 405, "The route exists but not for this HTTP method."),
+    ErrorCode("idempotency_key_reused", 409, "The Idempotency-Key was first used with another request (method, path, subject or body) in the last 24 hours."),
     ErrorCode("payload_too_large", 413, "The request body is larger than the configured limit."),
     ErrorCode("unsupported_media_type", 415, "A body was sent with a Content-Type other than application/json."),
     ErrorCode("internal_error", 500, "Unexpected server error; quote the Request-Id when reporting it."),
@@ -33,7 +34,7 @@ _CODES = [
     ErrorCode("origin_not_allowed", 403, "The request Origin is not in the workspace's allowed origins."),
     ErrorCode("subject_required", 400, "A relay Loom call needs the Service-Subject header."),
     ErrorCode("subject_header_with_token", 400, "Service-Subject must not be sent with a session token."),
-    ErrorCode("invalid_subject", 400, "Service-Subject must have the form <channel>:<channel_user_id>."),
+    ErrorCode("invalid_subject", 400, "Service-Subject or subject_ref is not one canonical subject: <channel>:<channel_user_id>, UTF-8, no control or invisible characters, at most 288 characters after Unicode NFC."),
     ErrorCode("connection_required", 400, "The agent has unpinned customer tools: name a connection (Service-Connection header or `conn` claim)."),
     ErrorCode("connection_not_found", 400, "The connection named by Service-Connection or `conn` does not exist in this workspace."),
     # --- billing ---

@@ -40,6 +40,7 @@ class Services:
         self.identify = None  # heddle.identify.service.IdentifyService
         self.jwks = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.idempotency_pruner = None  # heddle.idempotency.pruner.IdempotencyPruner
 
     def database(self) -> Database:
         if self.db is None:
@@ -56,6 +57,7 @@ class Services:
         self._start_outbound()
         self._start_identify()
         await self._start_loom()
+        self._start_idempotency_pruner()
         self.started = True
         log.info("heddle_started", database=self.db.engine.url.render_as_string(hide_password=True))
 
@@ -75,6 +77,13 @@ class Services:
         self.direct_auth = DirectAuthenticator(self.db, SessionTokenVerifier(
             None, self.jwks, verified_cache_size=s.session_token_cache_size))
         self.subject_tokens = SubjectTokenCache()
+
+    def _start_idempotency_pruner(self) -> None:
+        from heddle.idempotency.pruner import IdempotencyPruner
+
+        self.idempotency_pruner = IdempotencyPruner(self.db, ttl_hours=self.settings.idempotency_ttl_hours,
+                                                    interval_s=self.settings.idempotency_prune_interval_s)
+        self.idempotency_pruner.start()
 
     def _start_identify(self) -> None:
         from heddle.identify.service import build_identify_service
@@ -99,6 +108,8 @@ class Services:
         await self.executor.start()
 
     async def stop(self) -> None:
+        if self.idempotency_pruner is not None:
+            await self.idempotency_pruner.stop()
         if self.executor:
             await self.executor.stop()
         if self.registry:

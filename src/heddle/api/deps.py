@@ -9,10 +9,12 @@ from dataclasses import replace
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from heddle.auth.context import AuthContext, validate_subject
+from heddle.auth.context import AuthContext
 from heddle.auth.relay import authenticate_secret
 from heddle.auth.session_tokens import looks_like_jwt
+from heddle.auth.subjects import subject_from_header
 from heddle.errors import HeddleError
+from heddle.idempotency.http import claim_key
 from heddle.services import Services
 
 
@@ -91,7 +93,10 @@ async def loom_session(request: Request, *, write: bool = False) -> AsyncIterato
     """
     db = services(request).database()
     async with (db.write_session() if write else db.session()) as session:
-        yield await _loom(request, session, write=write), session
+        auth = await _loom(request, session, write=write)
+        if write:  # an `Idempotency-Key` is the transaction's first write (heddle/idempotency/http.py)
+            await claim_key(session, request, auth.workspace_id, auth.subject)
+        yield auth, session
 
 
 async def _loom(request: Request, session: AsyncSession, *, write: bool) -> AuthContext:
@@ -106,7 +111,7 @@ async def _loom(request: Request, session: AsyncSession, *, write: bool) -> Auth
         ctx = await authenticate_direct(request, bearer, None if write else session)
         return _publish(request, ctx)
     ctx = await _relay(request, bearer, session)
-    subject = validate_subject(subject_header.strip()) if subject_header is not None else None
+    subject = subject_from_header(subject_header) if subject_header is not None else None
     connection = connection_header.strip() if connection_header else None
     if connection is not None and not (0 < len(connection) <= 100):
         raise HeddleError("connection_not_found", "Service-Connection must be a connection id or name.")

@@ -16,16 +16,21 @@ from heddle.billing.service import InsufficientCredits
 from heddle.identify.schemas import IdentifyRequest
 from heddle.money import to_micro
 
+Recorder = Callable[[AsyncSession, dict[str, Any]], Awaitable[None]]
+
 
 async def identify_and_charge(svc, *, workspace_id: str, key_id: str | None, request: IdentifyRequest,
                               balance_hint: int | None = None,
                               run_id: uuid.UUID | None = None,
                               guard: Callable[[AsyncSession], Awaitable[None]] | None = None,
-                              ) -> tuple[dict[str, Any], int]:
+                              record: Recorder | None = None) -> tuple[dict[str, Any], int]:
     """Return the Identify Result and the micro-credits charged (0 unless `identified`).
 
     `guard(session)`, when given, runs first inside the charge's transaction and may raise to
     prevent the charge (a run's executor checks there that it still holds the run).
+    `record(session, result)` runs next in the same transaction (in a transaction of its
+    own when nothing is charged): the Idempotency-Key's response commits with the charge or not
+    at all, so a retry is never billed twice and a charged call always has its response stored.
     """
     price = to_micro(svc.settings.identify_price_credits)
     if price:
@@ -36,13 +41,19 @@ async def identify_and_charge(svc, *, workspace_id: str, key_id: str | None, req
             raise InsufficientCredits(balance_hint, price)
     result = await svc.identify.identify(request)
     svc.metrics.identify.labels(str(result.rail), str(result.result)).inc()
+    data = result.to_dict()
     charged = 0
     if result.billable and price:
         async with svc.database().transaction() as session:
             if guard is not None:
                 await guard(session)
+            if record is not None:
+                await record(session, data)
             await billing.charge(session, workspace_id, price, reason="identify", ref=str(result.rail),
                                  run_id=run_id, key_id=key_id)
         svc.metrics.credits_charged.labels("identify").inc(price)
         charged = price
-    return result.to_dict(), charged
+    elif record is not None:
+        async with svc.database().transaction() as session:
+            await record(session, data)
+    return data, charged

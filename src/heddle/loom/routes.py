@@ -8,7 +8,10 @@ from fastapi import APIRouter, BackgroundTasks, Query, Request
 
 from heddle.api.deps import loom_session, services
 from heddle.api.envelope import error_responses, ok
-from heddle.auth.context import AuthContext, validate_subject
+from heddle.auth.context import AuthContext
+from heddle.auth.subjects import canonical_subject
+from heddle.idempotency.http import OPENAPI as IDEMPOTENCY_HEADER
+from heddle.idempotency.http import commit_response, idempotent
 from heddle.loom import service
 from heddle.loom.effects import Effects
 from heddle.loom.schemas import CreateThread, PostMessage, PostOutcome
@@ -17,6 +20,7 @@ router = APIRouter(prefix="/v1/loom", tags=["loom"])
 
 AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "subject_header_with_token",
                "invalid_subject")
+IDEMPOTENT = ("idempotency_key_reused",)
 
 
 def _apply_after_response(request: Request, auth: AuthContext, effects: Effects, background: BackgroundTasks):
@@ -28,15 +32,16 @@ def _apply_after_response(request: Request, auth: AuthContext, effects: Effects,
 
 @router.post("/threads", status_code=201, summary="Open (or reuse) the subject's thread with an agent",
              responses={200: {"description": "The subject's existing thread for that agent"},
-                        **error_responses(*AUTH_ERRORS, "subject_required", "agent_not_found")})
+                        **error_responses(*AUTH_ERRORS, *IDEMPOTENT, "subject_required", "agent_not_found")},
+             openapi_extra=IDEMPOTENCY_HEADER)
+@idempotent
 async def create_thread(body: CreateThread, request: Request):
     async with loom_session(request, write=True) as (auth, session):
         # The Service-Subject header (relay) or the token's `sub` (direct) wins over subject_ref.
         if body.subject_ref and auth.mode == "relay" and auth.subject is None:
-            auth = replace(auth, subject=validate_subject(body.subject_ref))
+            auth = replace(auth, subject=canonical_subject(body.subject_ref, source="subject_ref"))
         data, created = await service.open_thread(session, auth, body.agent)
-        await session.commit()
-    return ok(data, status_code=201 if created else 200)
+        return await commit_response(session, request, ok(data, status_code=201 if created else 200))
 
 
 @router.get("/threads", summary="The subject's threads, newest first",
@@ -49,15 +54,17 @@ async def list_threads(agent: str | None = Query(None, max_length=80), limit: in
 
 @router.post("/threads/{thread_id}/messages", status_code=202,
              summary="Post a user message: starts a run, or answers the run awaiting input",
-             responses=error_responses(*AUTH_ERRORS, "subject_required", "not_found", "run_active",
+             openapi_extra=IDEMPOTENCY_HEADER,
+             responses=error_responses(*AUTH_ERRORS, *IDEMPOTENT, "subject_required", "not_found", "run_active",
                                        "connection_required", "connection_not_found"))
+@idempotent
 async def post_message(thread_id: str, body: PostMessage, request: Request, background: BackgroundTasks):
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await service.post_message(session, auth, thread_id, body.content, effects)
-        await session.commit()
+        response = await commit_response(session, request, ok(data, status_code=202))
     _apply_after_response(request, auth, effects, background)
-    return ok(data, status_code=202)
+    return response
 
 
 @router.get("/threads/{thread_id}/messages", summary="A thread's messages, oldest first",
@@ -82,11 +89,13 @@ async def get_trace(run_id: str, request: Request):
 
 
 @router.post("/runs/{run_id}/outcome", summary="Confirm the outcome of a tool call the run awaits",
-             responses=error_responses(*AUTH_ERRORS, "not_found", "run_not_awaiting_outcome"))
+             responses=error_responses(*AUTH_ERRORS, *IDEMPOTENT, "not_found", "run_not_awaiting_outcome"),
+             openapi_extra=IDEMPOTENCY_HEADER)
+@idempotent
 async def post_outcome(run_id: str, body: PostOutcome, request: Request, background: BackgroundTasks):
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)
-        await session.commit()
+        response = await commit_response(session, request, ok(data))
     _apply_after_response(request, auth, effects, background)
-    return ok(data)
+    return response

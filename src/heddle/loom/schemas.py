@@ -12,7 +12,9 @@ AgentId = Annotated[str, StringConstraints(pattern=r"^agent_[a-z0-9]{1,60}$")]
 class CreateThread(BaseModel):
     model_config = ConfigDict(extra="forbid")
     agent: AgentId
-    subject_ref: Annotated[str, Field(min_length=1, max_length=288)] | None = None
+    # Only a bound on the work: the subject rules (length after NFC included) are checked by
+    # heddle.auth.subjects.canonical_subject, so both sources give the same 400 invalid_subject.
+    subject_ref: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
 
 
 class PostMessage(BaseModel):
