@@ -71,7 +71,8 @@ class Services:
         self.outbound = build_outbound_client(
             allow_private=s.allow_private_outbound, connect_timeout=s.outbound_connect_timeout,
             timeout=s.outbound_timeout, max_response_bytes=s.outbound_max_response_bytes)
-        self.jwks = JwksCache(self.outbound, ttl=s.jwks_cache_ttl, min_refresh_interval=s.jwks_refresh_min_interval)
+        self.jwks = JwksCache(self.outbound, ttl=s.jwks_cache_ttl, min_refresh_interval=s.jwks_refresh_min_interval,
+                              fetch_timeout=s.jwks_fetch_timeout)
         self.direct_auth = DirectAuthenticator(self.db, SessionTokenVerifier(
             None, self.jwks, verified_cache_size=s.session_token_cache_size))
         self.subject_tokens = SubjectTokenCache()

@@ -59,4 +59,5 @@ class LiveServer:
         self.call(self.services.request_log.flush())
 
     def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.base_url, timeout=10, **kwargs)
+        kwargs.setdefault("timeout", 10)
+        return httpx.Client(base_url=self.base_url, **kwargs)
