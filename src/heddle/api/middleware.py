@@ -24,6 +24,9 @@ from heddle.ids import parse_uuid
 from heddle.observability.metrics import Metrics
 from heddle.observability.request_log import LoggedRequest, RequestLogWriter
 
+UNMATCHED = "unmatched"  # the route label of a request no route handled (or refused before routing)
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+_access = structlog.get_logger("heddle.access")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 # pusher-js posts channel authorization form-encoded.
@@ -58,13 +61,15 @@ def _is_json(scope: Scope) -> bool:
 class RequestContextMiddleware:
     def __init__(self, app: ASGIApp, *, max_body_bytes: int, metrics: Metrics,
                  request_log: Callable[[], RequestLogWriter | None], max_header_bytes: int = 16 * 1024,
-                 max_header_count: int = 100, max_json_depth: int = 64, body_timeout: float = 30.0):
+                 max_header_count: int = 100, max_json_depth: int = 64, body_timeout: float = 30.0,
+                 access_log: bool = True):
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.max_header_bytes = max_header_bytes
         self.max_header_count = max_header_count
         self.max_json_depth = max_json_depth
         self.body_timeout = body_timeout
+        self.access_log = access_log
         self.metrics = metrics
         self.request_log = request_log
 
@@ -150,12 +155,21 @@ class RequestContextMiddleware:
     def _record(self, scope: Scope, state: dict, method: str, path: str, status: int,
                 request_id: str, started: float, sent_at: float | None = None) -> None:
         elapsed = (sent_at or time.perf_counter()) - started
+        # Labels come from route templates and a fixed set of methods only: a raw path or
+        # method as a label would let any client create series without bound.
         route = scope.get("route")
-        route_path = getattr(route, "path", None) or ("unmatched" if status == 404 else path)
-        self.metrics.requests.labels(method, route_path, str(status)).inc()
-        self.metrics.latency.labels(method, route_path).observe(elapsed)
+        route_path = getattr(route, "path", None) or UNMATCHED
+        method_label = method if method in _METHODS else "OTHER"
+        self.metrics.requests.labels(method_label, route_path, str(status)).inc()
+        self.metrics.latency.labels(method_label, route_path).observe(elapsed)
+        if self.access_log:
+            _access.info("request", method=method_label, path=path[:200], route=route_path, status=status,
+                         ms=round(elapsed * 1000, 2), workspace_id=state.get("workspace_id"))
         writer = self.request_log()
-        if writer is None or not path.startswith("/v1/"):
+        # Only calls whose caller was identified are logged: the log serves traces and
+        # workspace owners, and an unauthenticated flood must not grow a table. Those calls
+        # are still counted in /metrics and in the access log.
+        if writer is None or not path.startswith("/v1/") or state.get("workspace_id") is None:
             return
         run_header = _header(scope, b"service-run")
         writer.submit(LoggedRequest(
