@@ -25,6 +25,9 @@ _CODES = [
     ErrorCode("idempotency_key_reused", 409, "The Idempotency-Key was first used with another request (method, path, subject or body) in the last 24 hours."),
     ErrorCode("payload_too_large", 413, "The request body is larger than the configured limit."),
     ErrorCode("unsupported_media_type", 415, "A body was sent with a Content-Type other than application/json."),
+    ErrorCode("json_too_deep", 400, "The JSON body nests objects and arrays deeper than the configured limit."),
+    ErrorCode("request_timeout", 408, "The request body was not fully sent within the configured time."),
+    ErrorCode("headers_too_large", 431, "The request headers are larger than 16 KiB in all, or too many."),
     ErrorCode("internal_error", 500, "Unexpected server error; quote the Request-Id when reporting it."),
     ErrorCode("service_unavailable", 503, "A dependency (such as the database) is not ready."),
     # --- authentication and authorization ---
