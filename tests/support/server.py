@@ -38,14 +38,14 @@ class LiveServer:
 
     def start(self) -> LiveServer:
         self.thread.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # generous: a loaded CI machine starts slowly
         while time.monotonic() < deadline:
             if self.server.started:
                 return self
             if not self.thread.is_alive():
                 raise RuntimeError("server thread died during start-up")
             time.sleep(0.02)
-        raise RuntimeError("server did not start in 30 s")
+        raise RuntimeError("server did not start in 120 s")
 
     def stop(self) -> None:
         self.server.should_exit = True
