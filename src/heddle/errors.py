@@ -25,6 +25,7 @@ _CODES = [
     ErrorCode("idempotency_key_reused", 409, "The Idempotency-Key was first used with another request (method, path, subject or body) in the last 24 hours."),
     ErrorCode("payload_too_large", 413, "The request body is larger than the configured limit."),
     ErrorCode("unsupported_media_type", 415, "A body was sent with a Content-Type other than application/json."),
+    ErrorCode("rate_limited", 429, "Too many requests for this API key or subject; wait the seconds in Retry-After."),
     ErrorCode("internal_error", 500, "Unexpected server error; quote the Request-Id when reporting it."),
     ErrorCode("service_unavailable", 503, "A dependency (such as the database) is not ready."),
     # --- authentication and authorization ---

@@ -66,6 +66,7 @@ class FakeChatServer:
 
 def _serve(port: int, db_url: str, model_port: int) -> subprocess.Popen:
     env = {**os.environ, "HEDDLE_DATABASE_URL": db_url, "HEDDLE_LOG_LEVEL": "WARNING",
+           "HEDDLE_RATE_LIMIT_PER_SUBJECT": "off",  # wait_run polls far faster than a person
            "HEDDLE_MODEL_CLASSES": json.dumps({"remote": {
                "provider": "openai", "model": "fake-1", "base_url": f"http://127.0.0.1:{model_port}/v1",
                "api_key": "test-key", "max_retries": 0, "timeout": 120}})}
