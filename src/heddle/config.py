@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -39,6 +39,19 @@ class Settings(BaseSettings):
     idempotency_ttl_hours: float = Field(default=24.0, gt=0)
     idempotency_prune_interval_s: float = Field(default=600.0, gt=0)
     fault_pause_after_commit_s: float = Field(default=0.0, ge=0)  # crash tests only; see configuration.md
+
+    # --- rate limits (`limits` notation; "off" disables; a workspace may override each) ---
+    rate_limit_per_key: str = "100/second;3000/minute"
+    rate_limit_per_subject: str = "10/second;300/minute"
+    rate_limit_storage: str = "memory://"  # or redis://host:6379 to share counters between processes
+
+    @field_validator("rate_limit_per_key", "rate_limit_per_subject")
+    @classmethod
+    def _rate_limit_rule(cls, value: str) -> str:
+        from heddle.ratelimit.rules import parse_rule
+
+        parse_rule(value)  # a typo stops the server at start with the rule's own message
+        return value
 
     # --- billing (credits are shown as numbers, kept as integer micro-credits) ---
     identify_price_credits: float = Field(default=1.0, ge=0)

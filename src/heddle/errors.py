@@ -28,6 +28,7 @@ _CODES = [
     ErrorCode("json_too_deep", 400, "The JSON body nests objects and arrays deeper than the configured limit."),
     ErrorCode("request_timeout", 408, "The request body was not fully sent within the configured time."),
     ErrorCode("headers_too_large", 431, "The request headers are larger than 16 KiB in all, or too many."),
+    ErrorCode("rate_limited", 429, "Too many requests for this API key or subject; wait the seconds in Retry-After."),
     ErrorCode("internal_error", 500, "Unexpected server error; quote the Request-Id when reporting it."),
     ErrorCode("service_unavailable", 503, "A dependency (such as the database) is not ready."),
     # --- authentication and authorization ---

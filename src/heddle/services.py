@@ -43,6 +43,11 @@ class Services:
         self.jwks = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.idempotency_pruner = None  # heddle.idempotency.pruner.IdempotencyPruner
+        from heddle.ratelimit.limiter import RateLimiter
+
+        self.rate_limiter = RateLimiter(per_key=settings.rate_limit_per_key,
+                                        per_subject=settings.rate_limit_per_subject,
+                                        storage_uri=settings.rate_limit_storage)
 
     def database(self) -> Database:
         if self.db is None:

@@ -65,9 +65,11 @@ class FakeChatServer:
 
 
 def _serve(port: int, db_url: str, model_port: int) -> subprocess.Popen:
-    return serve_process(port, db_url, env={"HEDDLE_MODEL_CLASSES": json.dumps({"remote": {
-        "provider": "openai", "model": "fake-1", "base_url": f"http://127.0.0.1:{model_port}/v1",
-        "api_key": "test-key", "max_retries": 0, "timeout": 120}})})
+    return serve_process(port, db_url, env={
+        "HEDDLE_RATE_LIMIT_PER_SUBJECT": "off",  # wait_run polls far faster than a person
+        "HEDDLE_MODEL_CLASSES": json.dumps({"remote": {
+            "provider": "openai", "model": "fake-1", "base_url": f"http://127.0.0.1:{model_port}/v1",
+            "api_key": "test-key", "max_retries": 0, "timeout": 120}})})
 
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -26,6 +26,9 @@ class LiveServer:
         self.port = free_port()
         settings.setdefault("log_level", "WARNING")
         settings.setdefault("outbound_allow_private", True)
+        # Tests poll and hammer far above a person's rate; the rate-limit tests set their own.
+        settings.setdefault("rate_limit_per_key", "off")
+        settings.setdefault("rate_limit_per_subject", "off")
         self.settings = Settings(host="127.0.0.1", port=self.port, **settings)
         self.app = create_app(self.settings)
         self.services = self.app.state.services

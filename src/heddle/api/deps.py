@@ -50,6 +50,14 @@ def _publish(request: Request, ctx: AuthContext) -> AuthContext:
     return ctx
 
 
+async def _admit(request: Request, ctx: AuthContext) -> AuthContext:
+    """Publish the caller (the request log records a refused request too), then count the
+    request against its key's and subject's rate limits: 429 `rate_limited` before any work."""
+    _publish(request, ctx)
+    await services(request).rate_limiter.check(ctx)
+    return ctx
+
+
 async def _relay(request: Request, bearer: str, session: AsyncSession) -> AuthContext:
     if request.headers.get("origin"):
         raise HeddleError("secret_key_in_browser", "A workspace secret must never be used from a "
@@ -70,7 +78,7 @@ async def workspace_key_auth(request: Request) -> AuthContext:
                           "(Bearer sk_…), not a session token.")
     async with services(request).database().session() as session:
         ctx = await _relay(request, bearer, session)
-    return _publish(request, ctx)
+    return await _admit(request, ctx)
 
 
 async def loom_auth(request: Request, session: AsyncSession = Depends(db_session)) -> AuthContext:
@@ -109,10 +117,10 @@ async def _loom(request: Request, session: AsyncSession, *, write: bool) -> Auth
                               "session token: the token's `sub` is the subject.")
         authenticate_direct = services(request).direct_auth
         ctx = await authenticate_direct(request, bearer, None if write else session)
-        return _publish(request, ctx)
+        return await _admit(request, ctx)
     ctx = await _relay(request, bearer, session)
     subject = subject_from_header(subject_header) if subject_header is not None else None
     connection = connection_header.strip() if connection_header else None
     if connection is not None and not (0 < len(connection) <= 100):
         raise HeddleError("connection_not_found", "Service-Connection must be a connection id or name.")
-    return _publish(request, replace(ctx, subject=subject, connection_ref=connection))
+    return await _admit(request, replace(ctx, subject=subject, connection_ref=connection))

@@ -22,6 +22,8 @@ class WorkspaceInfo:
     request_secret: str
     mint_url: str | None
     balance_micro: int = 0  # as read at authentication; billing re-checks atomically
+    rate_limit_per_key: str | None = None  # the workspace's own rule; None = the server's
+    rate_limit_per_subject: str | None = None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ router = APIRouter(prefix="/v1", tags=["identify"])
     description=("All three `result` values answer 200; only `identified` is billed (1 credit by default). "
                  "Send `Service-Run: <run id>` to attribute the call to a Loom run."),
     responses=error_responses("unauthorized", "secret_key_in_browser", "insufficient_credits",
-                              "invalid_identifier", "ambiguous_identifier", "idempotency_key_reused"),
+                              "invalid_identifier", "ambiguous_identifier", "idempotency_key_reused",
+                              "rate_limited"),
     openapi_extra=IDEMPOTENCY_HEADER,
 )
 @idempotent

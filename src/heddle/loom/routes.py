@@ -19,7 +19,7 @@ from heddle.loom.schemas import CreateThread, PostMessage, PostOutcome
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
 
 AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "subject_header_with_token",
-               "invalid_subject")
+               "invalid_subject", "rate_limited")
 IDEMPOTENT = ("idempotency_key_reused",)
 
 

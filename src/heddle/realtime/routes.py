@@ -17,7 +17,7 @@ from heddle.realtime.signing import channel_auth, is_valid_socket_id, parse_thre
 
 router = APIRouter(prefix="/v1/loom/realtime", tags=["realtime"])
 AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "subject_header_with_token",
-               "invalid_subject")
+               "invalid_subject", "rate_limited")
 
 
 @router.get("/config", summary="Public realtime settings for the client (never a secret)",

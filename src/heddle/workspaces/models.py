@@ -25,6 +25,9 @@ class Workspace(Base):
     request_secret: Mapped[str] = mapped_column(String(200))
     mint_url: Mapped[str | None] = mapped_column(Text, nullable=True)
     realtime_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Rate-limit rules in `limits` notation ("10/second;300/minute", or "off"); NULL = the server's.
+    rate_limit_per_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    rate_limit_per_subject: Mapped[str | None] = mapped_column(String(200), nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -13,7 +13,7 @@ router = APIRouter(prefix="/v1", tags=["workspace"])
 
 
 @router.get("/workspace", summary="The calling workspace and key",
-            responses=error_responses("unauthorized", "secret_key_in_browser"))
+            responses=error_responses("unauthorized", "secret_key_in_browser", "rate_limited"))
 async def current_workspace(auth: AuthContext = Depends(workspace_key_auth)):
     return ok({
         "id": auth.workspace_id, "name": auth.workspace.name,
