@@ -17,7 +17,7 @@ def curated_codes(curated: CuratedData) -> dict[str, set]:
         Rail.ROUTING_NUMBER: set(curated.routing_numbers),
         Rail.SORT_CODE: {(r.start, r.end) for r in curated.sort_code_ranges if r.institution},
         Rail.IFSC: set(curated.ifsc_banks),
-        Rail.NUBAN: {r.institution.code for r in curated.ng_institutions.values()},
+        Rail.NUBAN: set(curated.ng_by_nuban_code) | set(curated.ng_by_nip_code),
         Rail.MOMO: {(o.country, o.institution.code) for o in curated.momo_operators.values()},
         Rail.GH_BANK: set(curated.gh_banks),
     }

@@ -83,7 +83,8 @@ class Directory:
             banks = schwifty_registry.get_banks_by_bic(candidate)
             if banks:
                 bank = next((b for b in banks if b.primary), banks[0])
-                return Institution(name=bank.name, type="financial_institution", code=bic,
+                # Same type as the IBAN rail gives the same registry entry: the registries list banks.
+                return Institution(name=bank.name, type="bank", code=bic,
                                    country=bic[4:6], bic=bank.bic or candidate)
         return None
 
