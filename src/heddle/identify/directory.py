@@ -54,6 +54,10 @@ def record_from_row(rail: str, code: str, name: str, type_: str, bic: str | None
     note = None
     if rail == Rail.ROUTING_NUMBER and extra.get("new_routing_number"):
         note = f"FedACH routes items for this routing number to {extra['new_routing_number']}."
+    elif rail == Rail.ROUTING_NUMBER and extra.get("fedglobal"):
+        note = ("A FedGlobal entry: ACH items to this routing number go to an institution "
+                "outside the US through the Federal Reserve's international ACH service; the "
+                "directory does not give its country.")
     return DirectoryRecord(institution, bool(extra.get("rails_complete")), note)
 
 

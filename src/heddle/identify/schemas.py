@@ -124,13 +124,16 @@ class Institution:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        address: dict[str, Any] = {"country": self.country}
+        address: dict[str, Any] = {}
         if self.city:
-            address = {"city": self.city, "country": self.country}
+            address["city"] = self.city
+        if self.country:  # unknown for a FedGlobal (foreign) participant of FedACH
+            address["country"] = self.country
         out: dict[str, Any] = {"name": self.name, "type": self.type, "code": self.code}
         if self.bic:
             out["bic"] = self.bic
-        out["address"] = address
+        if address:
+            out["address"] = address
         return out
 
 

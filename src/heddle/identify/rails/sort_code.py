@@ -49,7 +49,10 @@ def lookup_sort_code(code: str, ctx: LookupContext) -> SortCodeMatch | None:
     entry = _most_specific(code, ctx)
     curated = entry.institution if entry is not None and entry.evidence else None
     if record is not None:
-        return SortCodeMatch(record.institution, record.rails_with(curated))
+        institution = record.institution
+        if curated is not None:  # the directory does not say which kind of institution
+            institution = dataclasses.replace(institution, type=curated.type)
+        return SortCodeMatch(institution, record.rails_with(curated))
     if curated is None:
         return None
     return SortCodeMatch(dataclasses.replace(curated, code=code), curated.reachable_rails)
