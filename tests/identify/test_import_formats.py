@@ -35,9 +35,9 @@ async def load(path: Path, fmt: str, url: str, *extra: str) -> dict:
 
 
 @pytest.fixture
-async def lookup_in(sqlite_url):
+async def lookup_in(db_url):
     """`await lookup_in(identifier=...)` against the directory the imports wrote."""
-    db = Database(sqlite_url)
+    db = Database(db_url)
     service = IdentifyService(Directory(), NameResolverRegistry(), db=db, refresh_interval_s=0)
 
     async def run(**body) -> dict:
@@ -47,8 +47,8 @@ async def lookup_in(sqlite_url):
     await db.dispose()
 
 
-async def test_fedach_fixed_width_with_fedglobal_rows(sqlite_url, lookup_in):
-    out = await load(FIXTURES / "fedach_real_extract.txt", "fedach", sqlite_url)
+async def test_fedach_fixed_width_with_fedglobal_rows(db_url, lookup_in):
+    out = await load(FIXTURES / "fedach_real_extract.txt", "fedach", db_url)
     assert (out["rows"], out["bad_rows"]) == (13, 0)
     nova_scotia = await lookup_in(identifier="091050234")
     assert nova_scotia["result"] == "identified"
@@ -60,8 +60,8 @@ async def test_fedach_fixed_width_with_fedglobal_rows(sqlite_url, lookup_in):
     assert webster["institution"]["address"] == {"city": "NEW BRITAIN", "country": "US"}
 
 
-async def test_fedach_json(sqlite_url, lookup_in):
-    out = await load(FIXTURES / "fedach_real_extract.json", "fedach", sqlite_url)
+async def test_fedach_json(db_url, lookup_in):
+    out = await load(FIXTURES / "fedach_real_extract.json", "fedach", db_url)
     assert (out["rows"], out["bad_rows"]) == (6, 0)
     frb = await lookup_in(identifier="011000015")
     assert frb["institution"]["name"] == "FEDERAL RESERVE BANK"
@@ -70,11 +70,11 @@ async def test_fedach_json(sqlite_url, lookup_in):
 
 @pytest.mark.parametrize("fedwire, rows", [("fedwire_real_extract.txt", 9),
                                            ("fedwire_real_extract.json", 10)])
-async def test_fedwire_gives_wire_reachability_from_data(sqlite_url, lookup_in, fedwire, rows):
-    await load(FIXTURES / "fedach_real_extract.txt", "fedach", sqlite_url)
+async def test_fedwire_gives_wire_reachability_from_data(db_url, lookup_in, fedwire, rows):
+    await load(FIXTURES / "fedach_real_extract.txt", "fedach", db_url)
     before = await lookup_in(identifier="011000015")
     assert before["reachable_rails"] == ["ach"]
-    out = await load(FIXTURES / fedwire, "fedwire", sqlite_url)
+    out = await load(FIXTURES / fedwire, "fedwire", db_url)
     assert out["bad_rows"] == 0 and out["rows"] == rows
     after = await lookup_in(identifier="011000015")
     # FedACH's description and `ach` stay; Fedwire adds `wire`.
@@ -87,7 +87,7 @@ async def test_fedwire_gives_wire_reachability_from_data(sqlite_url, lookup_in, 
         settlement_only = await lookup_in(identifier="021203970")
         assert "reachable_rails" not in settlement_only
     # Re-importing FedACH keeps Fedwire's `wire`.
-    await load(FIXTURES / "fedach_real_extract.txt", "fedach", sqlite_url)
+    await load(FIXTURES / "fedach_real_extract.txt", "fedach", db_url)
     assert (await lookup_in(identifier="011000015"))["reachable_rails"] == ["ach", "wire"]
 
 
@@ -105,8 +105,8 @@ def rbi_workbook(tmp_path: Path) -> Path:
     return path
 
 
-async def test_rbi_xlsx(tmp_path, sqlite_url, lookup_in):
-    out = await load(rbi_workbook(tmp_path), "ifsc-xlsx", sqlite_url)
+async def test_rbi_xlsx(tmp_path, db_url, lookup_in):
+    out = await load(rbi_workbook(tmp_path), "ifsc-xlsx", db_url)
     assert (out["format"], out["rows"], out["bad_rows"]) == ("ifsc-xlsx", 3, 1)
     assert "is not an IFSC" in out["bad_row_examples"][0]["message"]
     sbi = await lookup_in(identifier="SBIN0000691")
@@ -114,31 +114,31 @@ async def test_rbi_xlsx(tmp_path, sqlite_url, lookup_in):
     assert sbi["institution"]["name"] == "STATE BANK OF INDIA"
 
 
-def test_xlsx_that_is_not_a_workbook(tmp_path, sqlite_url):
+def test_xlsx_that_is_not_a_workbook(tmp_path, db_url):
     path = tmp_path / "fake.xlsx"
     path.write_bytes(b"BANK,IFSC\nSBI,SBIN0000300\n")
     result = runner.invoke(app, ["import", str(path), "--format", "ifsc-xlsx", "--database-url",
-                                 sqlite_url, "--json"])
+                                 db_url, "--json"])
     out = json.loads(result.stdout)
     assert result.exit_code == 1 and out["error"]["code"] == "invalid_file"
 
 
-async def test_razorpay_csv_sub_member_row_names_its_holder(tmp_path, sqlite_url, lookup_in):
+async def test_razorpay_csv_sub_member_row_names_its_holder(tmp_path, db_url, lookup_in):
     path = tmp_path / "IFSC.csv"
     header = (FIXTURES / "ifsc_razorpay_sample.csv").read_text().splitlines()[0]
     # The RBI list files a sub-member code under its sponsor; the sub-member map names the holder.
     path.write_text(header + "\nHDFC Bank,HDFC0CKUB01,KHAMGAON URBAN CO-OP BANK,KHAMGAON,"
                              "BULDHANA,MAHARASHTRA,\"KHAMGAON\",,true,true,KHAMGAON,IN-MH,true,,"
                              "true,\n")
-    await load(path, "ifsc-csv", sqlite_url)
+    await load(path, "ifsc-csv", db_url)
     data = await lookup_in(identifier="HDFC0CKUB01")
     assert data["institution"]["name"] == "Khamgaon Urban Co-operative Bank"
     assert data["institution"]["address"]["city"] == "KHAMGAON"
 
 
-async def test_eiscd_style_file_identifies_codes_inside_clearing_ranges(sqlite_url, lookup_in):
+async def test_eiscd_style_file_identifies_codes_inside_clearing_ranges(db_url, lookup_in):
     assert (await lookup_in(identifier="60-84-07", rail="sort_code"))["result"] == "not_found"
-    out = await load(FIXTURES / "eiscd_style_sample.csv", "eiscd", sqlite_url)
+    out = await load(FIXTURES / "eiscd_style_sample.csv", "eiscd", db_url)
     assert (out["rail"], out["rows"], out["bad_rows"]) == ("sort_code", 4, 0)
     chase = await lookup_in(identifier="60-84-07", rail="sort_code")
     assert chase["result"] == "identified"
@@ -158,12 +158,12 @@ async def test_eiscd_style_file_identifies_codes_inside_clearing_ranges(sqlite_u
     ("608407,,X,BANK,LONDON,Q,M,M", "FPS status must be"),
     ("608407,BAD,X,BANK,LONDON,M,M,M", "is not a BIC"),
 ])
-def test_eiscd_bad_rows(tmp_path, sqlite_url, row, fragment):
+def test_eiscd_bad_rows(tmp_path, db_url, row, fragment):
     header = (FIXTURES / "eiscd_style_sample.csv").read_text().splitlines()[0]
     path = tmp_path / "eiscd.csv"
     path.write_text(f"{header}\n{row}\n")
     result = runner.invoke(app, ["import", str(path), "--format", "eiscd", "--database-url",
-                                 sqlite_url, "--json", "--max-bad-rows", "0"])
+                                 db_url, "--json", "--max-bad-rows", "0"])
     out = json.loads(result.stdout)
     assert out["error"]["code"] == "too_many_bad_rows"
     assert fragment in out["error"]["details"]["examples"][0]["message"]

@@ -153,10 +153,9 @@ async def test_sort_codes_with_their_own_entry(lookup, code, name, rails):
     ("40 47 84", "HSBC UK Bank plc"),
 ])
 async def test_sort_code_in_a_clearing_range_is_never_attributed(lookup, code, clearing_bank):
-    data = await lookup(identifier=code, rail="sort_code", account_number="3179-2663")
+    data = await lookup(identifier=code, rail="sort_code")
     assert data["result"] == "not_found" and "institution" not in data
     assert clearing_bank in data["detail"] and "clears" in data["detail"]
-    assert data["account"] == {"number": "3179-2663", "name_resolution": "not_supported"}
 
 
 async def test_sort_code_shared_range_is_not_attributed(lookup):

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
+from heddle.identify import uk_modulus
 from heddle.identify.checkdigits import is_digits
 from heddle.identify.datasets import SortCodeRange
 from heddle.identify.rails.base import (
@@ -87,6 +88,10 @@ class SortCodeRail:
     def lookup(self, code: str, account_number: str | None, ctx: LookupContext) -> RailOutcome:
         # UK account numbers are 8 digits; 6 to 10 are accepted as some banks still quote them.
         account = digits_account(self.rail, account_number, range(6, 11), "A UK account number")
+        if account is not None and uk_modulus.check(code, account) is uk_modulus.Outcome.INVALID:
+            raise invalid(self.rail, f"The account number fails the UK modulus check for sort "
+                                     f"code {written(code)}: it has a typo or belongs to another "
+                                     "sort code.", field="account_number")
         match = lookup_sort_code(code, ctx)
         if match is not None:
             return identified(self.rail, match.institution, rails=match.rails,
