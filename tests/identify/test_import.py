@@ -65,6 +65,14 @@ def test_ifsc_imports_both_header_variants(db_url):
     assert out["rails"]["routing_number"]["curated"] == 30
     assert out["rails"]["routing_number"]["imported"] == 0
     assert out["rails"]["iban"]["curated"] > 10_000 and out["curated_as_of"]["sepa"]
+    # Each rail beside its official directory; every shipped file with source and licence.
+    assert out["rails"]["ifsc"]["official"]["size"] == 182_295
+    assert out["rails"]["ifsc"]["institutions"] >= 1400
+    assert out["rails"]["nuban"]["codes"] >= 290
+    assert out["rails"]["sort_code"]["ranges"] > 0 and out["rails"]["sort_code"]["official"]["size"] is None
+    files = {f["file"]: f for f in out["files"]}
+    assert files["ifsc_razorpay.json"]["licence"].startswith("MIT")
+    assert files["ng_nip_codes.json"]["sources"] and files["uk_modulus.json"]["as_of"]
 
 
 @pytest.mark.parametrize("content, fragment", [

@@ -18,7 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from heddle.config import get_settings
 from heddle.db.base import Database
 from heddle.db.migrate import upgrade
-from heddle.identify.coverage import coverage_report
+from heddle.identify.coverage import coverage_report, shipped_files
 from heddle.identify.datasets import load_curated
 from heddle.identify.importers import PARSERS, ImportFormatError
 from heddle.identify.importers.store import TooManyBadRows, import_rows, imported_codes
@@ -114,7 +114,8 @@ async def _import(url: str, parsed, max_bad_rows: int):
 
 @app.command("coverage")
 def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> None:
-    """How many institutions each rail knows (curated + imported)."""
+    """Per rail: institutions, codes and ranges known (shipped + imported), beside the size
+    of the official directory; then every shipped data file's source and licence."""
     url = database_url or get_settings().database_url
     try:
         imported = asyncio.run(_imported(url))
@@ -122,10 +123,18 @@ def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> Non
         raise _fail("database_error", f"cannot read the directory: {exc}", as_json) from None
     curated = load_curated()
     report = coverage_report(curated, imported)
-    payload = {"rails": report, "curated_as_of": {k: v.isoformat() for k, v in curated.as_of.items()}}
-    lines = [f"{'rail':<16}{'curated':>10}{'imported':>10}{'total':>10}"]
-    lines += [f"{rail:<16}{c['curated']:>10}{c['imported']:>10}{c['total']:>10}"
-              for rail, c in report.items()]
+    files = shipped_files()
+    payload = {"rails": report, "files": files,
+               "curated_as_of": {k: v.isoformat() for k, v in curated.as_of.items()}}
+    lines = [f"{'rail':<16}{'institutions':>13}{'codes':>9}{'ranges':>8}{'imported':>10}"
+             f"{'official':>10}  official directory"]
+    for rail, c in report.items():
+        official = c["official"]
+        size = f"{official['size']:,}" if official["size"] else "n/a"
+        lines.append(f"{rail:<16}{c['institutions']:>13,}{c['codes']:>9,}{c['ranges']:>8,}"
+                     f"{c['imported']:>10,}{size:>10}  {official['directory']}")
+    lines.append("")
+    lines += [f"{f['file']:<24}{f['as_of']:<12}{f['licence']}" for f in files]
     _emit(payload, as_json, lines)
 
 
