@@ -71,6 +71,12 @@ class Settings(BaseSettings):
     momo_api_key: str = ""
     momo_target_environment: str = "sandbox"
 
+    # --- scale-out (PostgreSQL; docs/operations.md "Several processes") ---
+    executor: Literal["inprocess", "queue"] = "inprocess"
+    event_bus: Literal["memory", "postgres", "redis"] = "memory"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    event_bus_channel: str = Field(default="heddle_events", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+
     @property
     def allow_private_outbound(self) -> bool:
         return self.outbound_allow_private or self.dev

@@ -27,12 +27,16 @@ class LiveServer:
         settings.setdefault("outbound_allow_private", True)
         self.settings = Settings(host="127.0.0.1", port=self.port, **settings)
         self.app = create_app(self.settings)
-        self.services = self.app.state.services
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
                                 ws="websockets-sansio", ws_max_size=64 * 1024, lifespan="on", access_log=False)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.base_url = f"http://127.0.0.1:{self.port}"
+
+    @property
+    def services(self):
+        """The server's `Container` (built when it started)."""
+        return self.app.state.services.get()
 
     def start(self) -> LiveServer:
         self.thread.start()

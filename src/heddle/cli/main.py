@@ -20,6 +20,16 @@ app.command("demo")(demo)
 app.add_typer(identify_app, name="identify", help="Identify directories: import official files, show coverage.")
 
 
+def _check_or_exit(settings, role: str) -> None:
+    from heddle.deployment import DeploymentError, check_deployment
+
+    try:
+        check_deployment(settings, role=role)
+    except DeploymentError as exc:
+        typer.echo(f"heddle {role}: refusing to start: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 @app.command()
 def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.1 (HEDDLE_HOST)."),
           port: int | None = typer.Option(None, "--port", help="Default 8080 (HEDDLE_PORT)."),
@@ -41,6 +51,7 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     if dev:
         overrides.update(dev=True, log_json=False)
     settings = Settings(**overrides)
+    _check_or_exit(settings, "serve")
     # 64 KiB WebSocket frames at most: the Pusher protocol's own limit is 10 KiB per message.
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, ws="websockets-sansio",
                 ws_max_size=64 * 1024, log_level=settings.log_level.lower(), access_log=False, lifespan="on")

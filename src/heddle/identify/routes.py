@@ -22,6 +22,7 @@ router = APIRouter(prefix="/v1", tags=["identify"])
                               "invalid_identifier", "ambiguous_identifier"),
 )
 async def identify(body: IdentifyRequest, request: Request, auth: AuthContext = Depends(workspace_key_auth)):
-    data, _ = await identify_and_charge(services(request), workspace_id=auth.workspace_id, key_id=auth.key_id,
-                                        request=body, balance_hint=auth.workspace.balance_micro)
+    data, _ = await identify_and_charge(services(request).identify_charging, workspace_id=auth.workspace_id,
+                                        key_id=auth.key_id, request=body,
+                                        balance_hint=auth.workspace.balance_micro)
     return ok(data)
