@@ -115,6 +115,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     executor: RunExecutor | None = None
     if role == "serve":
         executor = InProcessExecutor(db, engine, metrics, concurrency=s.run_concurrency,
+                                     lease_seconds=s.run_lease_seconds, sweep_interval=s.run_sweep_seconds,
                                      reclaim_all_on_start=db.is_sqlite)
     container = Container(
         settings=s, role=role, metrics=metrics, db=db, realtime=realtime, events=events,

@@ -6,8 +6,11 @@ Shared by `POST /v1/identify` and the Loom built-in `identify` tool, so both bil
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.billing import service as billing
 from heddle.billing.service import InsufficientCredits
@@ -29,10 +32,17 @@ class IdentifyCharging:
     price_micro: int
 
 
-async def identify_and_charge(svc: IdentifyCharging, *, workspace_id: str, key_id: str | None, request: IdentifyRequest,
+async def identify_and_charge(svc: IdentifyCharging, *, workspace_id: str, key_id: str | None,
+                              request: IdentifyRequest,
                               balance_hint: int | None = None,
-                              run_id: uuid.UUID | None = None) -> tuple[dict[str, Any], int]:
-    """Return the Identify Result and the micro-credits charged (0 unless `identified`)."""
+                              run_id: uuid.UUID | None = None,
+                              guard: Callable[[AsyncSession], Awaitable[None]] | None = None,
+                              ) -> tuple[dict[str, Any], int]:
+    """Return the Identify Result and the micro-credits charged (0 unless `identified`).
+
+    `guard(session)`, when given, runs first inside the charge's transaction and may raise to
+    prevent the charge (a run's executor checks there that it still holds the run).
+    """
     price = svc.price_micro
     if price:
         if balance_hint is None:
@@ -45,6 +55,8 @@ async def identify_and_charge(svc: IdentifyCharging, *, workspace_id: str, key_i
     charged = 0
     if result.billable and price:
         async with svc.db.transaction() as session:
+            if guard is not None:
+                await guard(session)
             await billing.charge(session, workspace_id, price, reason="identify", ref=str(result.rail),
                                  run_id=run_id, key_id=key_id)
         svc.metrics.credits_charged.labels("identify").inc(price)

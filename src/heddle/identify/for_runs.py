@@ -16,13 +16,14 @@ from heddle.observability.request_log import LoggedRequest, RequestLogWriter
 
 
 async def identify_tool_call(charging: IdentifyCharging, request_log: RequestLogWriter | None, run: Run,
-                             args: dict) -> ToolExecution:
+                             args: dict, guard=None) -> ToolExecution:
+    """`guard(session)` runs first in the charge's transaction (the executor's fence check)."""
     started = time.perf_counter()
     status = 200
     try:
         request = IdentifyRequest.model_validate(args)
         data, charged = await identify_and_charge(charging, workspace_id=run.workspace_id, key_id=run.key_id,
-                                                  request=request, run_id=run.id)
+                                                  request=request, run_id=run.id, guard=guard)
         return ToolExecution(status="succeeded", result=data, cost_micro=charged, charged=True)
     except ValidationError as exc:
         status = 400

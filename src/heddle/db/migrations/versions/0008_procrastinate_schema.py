@@ -1,7 +1,7 @@
 """procrastinate's job-queue schema, on PostgreSQL only (HEDDLE_EXECUTOR=queue)
 
 Revision ID: 0008
-Revises: 0002
+Revises: 0003
 Create Date: 2026-11-23 19:00:00
 
 The schema is procrastinate's own `schema.sql` from the installed library, applied as one
@@ -12,7 +12,7 @@ from alembic import op
 from sqlalchemy.util import await_only
 
 revision = '0008'
-down_revision = '0002'
+down_revision = '0003'  # '0002' on its own; chained after scale-core's fence (0003) once merged
 branch_labels = None
 depends_on = None
 
