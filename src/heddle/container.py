@@ -92,7 +92,12 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     s = settings
     metrics = metrics or Metrics()
     realtime = realtime or Realtime(settings, serve_sockets=role == "serve")
-    db = Database(s.database_url)
+    queue_mode = s.executor == "queue"
+    if queue_mode:
+        from heddle.queue.enqueue import QueueSubmitter, queue_engine_kwargs
+    # In queue mode every connection says so: the database then enqueues the job of each run
+    # it creates or resumes, in that same transaction (heddle/queue/enqueue.py).
+    db = Database(s.database_url, **(queue_engine_kwargs() if queue_mode else {}))
     if s.migrate_on_start:
         await upgrade(s.database_url, engine=db.engine)
     await realtime.start()  # subscribed to the shared bus (if any) before any run can publish
@@ -113,7 +118,9 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     events = realtime.publisher
     engine = RunEngine(db, s, registry, DefaultToolRunner(charging, request_log, hosted), lambda: events, metrics)
     executor: RunExecutor | None = None
-    if role == "serve":
+    if queue_mode:
+        executor = QueueSubmitter() if role == "serve" else None
+    elif role == "serve":
         executor = InProcessExecutor(db, engine, metrics, concurrency=s.run_concurrency,
                                      lease_seconds=s.run_lease_seconds, sweep_interval=s.run_sweep_seconds,
                                      reclaim_all_on_start=db.is_sqlite)

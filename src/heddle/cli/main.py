@@ -58,6 +58,34 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
 
 
 @app.command()
+def worker(concurrency: int | None = typer.Option(None, "--concurrency", min=1,
+                                                  help="Runs executed at once (HEDDLE_WORKER_CONCURRENCY, 16)."),
+           port: int | None = typer.Option(None, "--port", help="Health and metrics port (HEDDLE_WORKER_PORT)."),
+           database_url: str = DatabaseUrl):
+    """Execute queued runs (HEDDLE_EXECUTOR=queue, PostgreSQL); SIGTERM finishes or hands back runs."""
+    import asyncio
+
+    from heddle.config import Settings
+    from heddle.observability.logging import configure_logging
+    from heddle.queue.process import run_worker_process
+
+    overrides: dict = {}
+    if database_url:
+        overrides["database_url"] = database_url
+    if concurrency:
+        overrides["worker_concurrency"] = concurrency
+    if port is not None:
+        overrides["worker_port"] = port
+    settings = Settings(**overrides)
+    _check_or_exit(settings, "worker")
+    configure_logging(settings.log_level, settings.log_json)
+    asyncio.run(run_worker_process(
+        settings, concurrency=settings.worker_concurrency, health_port=settings.worker_port,
+        shutdown_grace=settings.worker_shutdown_grace, heartbeat_seconds=settings.worker_heartbeat_seconds,
+        stalled_seconds=settings.worker_stalled_seconds))
+
+
+@app.command()
 def migrate(database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     """Upgrade the database schema to the latest migration."""
     async def work(_session):
