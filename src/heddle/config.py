@@ -104,6 +104,17 @@ class Settings(BaseSettings):
     momo_api_key: str = ""
     momo_target_environment: str = "sandbox"
 
+    # --- scale-out (PostgreSQL; docs/operations.md "Several processes") ---
+    executor: Literal["inprocess", "queue"] = "inprocess"
+    event_bus: Literal["memory", "postgres", "redis"] = "memory"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    event_bus_channel: str = Field(default="heddle_events", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    worker_concurrency: int = Field(default=16, ge=1)  # runs one `heddle worker` executes at once
+    worker_port: int | None = Field(default=None, ge=0, le=65535)  # health + metrics; unset = none
+    worker_shutdown_grace: float = Field(default=30.0, ge=0)  # SIGTERM: finish for this long, then hand back
+    worker_heartbeat_seconds: float = Field(default=10.0, gt=0)
+    worker_stalled_seconds: float = Field(default=30.0, gt=0)  # no heartbeat this long: its jobs are retried
+
     @property
     def allow_private_outbound(self) -> bool:
         return self.outbound_allow_private or self.dev

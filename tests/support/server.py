@@ -31,13 +31,17 @@ class LiveServer:
         settings.setdefault("rate_limit_per_subject", "off")
         self.settings = Settings(host="127.0.0.1", port=self.port, **settings)
         self.app = create_app(self.settings)
-        self.services = self.app.state.services
         # The same uvicorn options as `heddle serve` (parser, header cap, WebSocket frame size).
         options = uvicorn_options(self.settings) | {"log_level": "warning"}
         config = uvicorn.Config(self.app, **options)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.base_url = f"http://127.0.0.1:{self.port}"
+
+    @property
+    def services(self):
+        """The server's `Container` (built when it started)."""
+        return self.app.state.services.get()
 
     def start(self) -> LiveServer:
         self.thread.start()

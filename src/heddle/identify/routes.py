@@ -34,6 +34,7 @@ async def identify(body: IdentifyRequest, request: Request, auth: AuthContext = 
     async def record(session, result: dict) -> None:
         await record_response(session, request, ok(result))
 
-    data, _ = await identify_and_charge(services(request), workspace_id=auth.workspace_id, key_id=auth.key_id,
-                                        request=body, balance_hint=auth.workspace.balance_micro, record=record)
+    data, _ = await identify_and_charge(services(request).identify_charging, workspace_id=auth.workspace_id,
+                                        key_id=auth.key_id, request=body,
+                                        balance_hint=auth.workspace.balance_micro, record=record)
     return ok(data)
