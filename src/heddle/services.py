@@ -94,6 +94,7 @@ class Services:
         self.executor = InProcessExecutor(self.db, self.engine, self.metrics,
                                           concurrency=self.settings.run_concurrency,
                                           reclaim_all_on_start=self.db.is_sqlite)
+        self.engine.submitter = self.executor  # the next queued run of a thread starts through it
         await self.executor.start()
 
     async def stop(self) -> None:

@@ -19,6 +19,8 @@ from heddle.billing import service as billing
 from heddle.config import Settings
 from heddle.db.base import Database, utcnow
 from heddle.errors import HeddleError
+from heddle.loom.approvals import AWAITING_APPROVAL, initial_status
+from heddle.loom.control import advance_queue
 from heddle.loom.effects import Effects, EventSink
 from heddle.loom.history import build_conversation
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
@@ -27,7 +29,7 @@ from heddle.loom.providers.registry import cost_micro
 from heddle.loom.queries import next_message_seq
 from heddle.loom.serializers import message_dict
 from heddle.loom.service import render_run
-from heddle.loom.states import RUNNING, transition
+from heddle.loom.states import RUNNING, InvalidTransition, transition
 from heddle.loom.tools import ToolRunner, tool_definition, tool_specs
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
@@ -55,6 +57,25 @@ class RunEngine:
         self.tools = tools
         self.events = events
         self.metrics = metrics
+        # Set by Services once the executor exists: runs a step makes runnable (the next
+        # queued run of a thread) are submitted through it.
+        self.submitter = None
+        # Model calls in flight by run, so a cancel can abandon one at once (see nudge()).
+        self._model_calls: dict[uuid.UUID, asyncio.Future] = {}
+        self._abandoned: set[uuid.UUID] = set()
+
+    def nudge(self, run_id: uuid.UUID) -> None:
+        """The run changed under this executor (a cancel): abandon its model call if it stopped."""
+        call = self._model_calls.get(run_id)
+        if call is not None and not call.done():
+            asyncio.get_running_loop().create_task(self._abandon_if_stopped(run_id, call))
+
+    async def _abandon_if_stopped(self, run_id: uuid.UUID, call: asyncio.Future) -> None:
+        async with self.db.session() as session:
+            state = await session.scalar(select(Run.state).where(Run.id == run_id))
+        if state != RUNNING and not call.done():
+            self._abandoned.add(run_id)
+            call.cancel()
 
     async def execute(self, run_id: uuid.UUID) -> None:
         deadline = time.monotonic() + self.settings.run_max_seconds
@@ -63,6 +84,8 @@ class RunEngine:
                 pass
         except RunFailure as failure:
             await self._fail(run_id, failure.code, failure.message)
+        except InvalidTransition:
+            pass  # the run was moved by someone else (cancelled): nothing of this step stays
         except Exception as exc:  # never leave a run stuck in `running` on a bug
             log.exception("run_engine_error", run_id=str(run_id))
             await self._fail(run_id, "internal_error", f"unexpected engine error ({type(exc).__name__})")
@@ -85,6 +108,9 @@ class RunEngine:
         if pending:
             await self._run_tool(run, agent, pending[0])
             return True
+        if any(tc.status == AWAITING_APPROVAL for tc in calls):
+            await self._pause(run_id, "await_approval")  # interaction: approve, before the call
+            return False
         if any(tc.status == "awaiting_outcome" for tc in calls):
             await self._pause(run_id, "await_outcome")
             return False
@@ -114,21 +140,29 @@ class RunEngine:
         if balance <= 0 or balance < worst:
             raise RunFailure("insufficient_credits", "The workspace balance cannot pay for the next model turn.")
         started = time.perf_counter()
+        call = asyncio.ensure_future(provider.complete(model_class, conversation, specs))
+        self._model_calls[run.id] = call
         try:
             remaining = max(0.001, deadline - time.monotonic())
-            response: ModelResponse = await asyncio.wait_for(
-                provider.complete(model_class, conversation, specs), timeout=remaining)
+            response: ModelResponse = await asyncio.wait_for(call, timeout=remaining)
+        except asyncio.CancelledError:
+            if run.id in self._abandoned:  # cancelled while the model was thinking: drop it
+                self._abandoned.discard(run.id)
+                return False
+            raise
         except TimeoutError:
             raise RunFailure("max_duration_exceeded",
                              f"The run took longer than {self.settings.run_max_seconds:g} s.") from None
         except ModelProviderError as exc:
             raise RunFailure("model_error", str(exc)) from None
+        finally:
+            self._model_calls.pop(run.id, None)
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
         effects = Effects()
         async with self.db.transaction() as session:
             run = await session.get(Run, run.id)
-            if run.state != RUNNING:
-                return False
+            if run is None or run.state != RUNNING:
+                return False  # cancelled (or erased) while the model was called: its reply is dropped
             turn = Turn(id=uuid.uuid4(), run_id=run.id, seq=run.turn_count + 1, model_class=model_class.name,
                         input_tokens=response.input_tokens, output_tokens=response.output_tokens,
                         cost_micro=cost, request=response.request,
@@ -167,6 +201,7 @@ class RunEngine:
             tc.kind = "hosted"
             tc.interaction, tc.risk = definition["interaction"], definition["risk"]
             tc.reliability = definition["reliability"]
+            tc.status, tc.approval = initial_status(definition, tc.args)
         else:
             tc.kind = definition["kind"]
             tc.interaction, tc.risk, tc.reliability = "auto", "low", "idempotent"
@@ -181,6 +216,7 @@ class RunEngine:
         self.metrics.runs.labels("closed").inc()
         effects.message_created(run.thread_id, message_dict(message))
         effects.run_updated(run.thread_id, await render_run(session, run))
+        await advance_queue(session, run.thread_id, effects)
 
     async def _realtime_enabled(self, session, workspace_id: str) -> bool:
         if self.events() is None:
@@ -189,6 +225,10 @@ class RunEngine:
 
     async def _publish(self, effects: Effects, workspace_id: str, realtime_enabled: bool | None = None) -> None:
         """Send the events of a committed step (looking the workspace's realtime flag up if not given)."""
+        if self.submitter is not None:  # the next queued run of the thread, if this step freed it
+            for started in effects.submit:
+                self.submitter.submit(started)
+            effects.submit.clear()
         sink = self.events()
         if sink is None or not effects.events:
             return
@@ -208,7 +248,12 @@ class RunEngine:
             return
         if call.kind == "hosted":
             execution = await self.tools.run_hosted(run, call, definition)
+            if execution is None:
+                return  # the run stopped before the call was sent (cancelled): nothing was called
         else:
+            async with self.db.session() as session:
+                if await session.scalar(select(Run.state).where(Run.id == run.id)) != RUNNING:
+                    return
             execution = await self.tools.run_builtin(run, call)
         await self._record_tool(call.id, execution.status, execution.result, execution)
 
@@ -216,6 +261,8 @@ class RunEngine:
                            execution=None) -> None:
         async with self.db.transaction() as session:
             call = await session.get(ToolCall, call_id)
+            if call is None:
+                return  # the thread was erased while the call was in flight
             run = await session.get(Run, call.run_id)
             call.status, call.result = status, result
             if execution is not None:
@@ -259,7 +306,7 @@ class RunEngine:
             run = await session.get(Run, run_id)
             await transition(session, run, event)
             effects.run_updated(run.thread_id, await render_run(session, run))
-        self.metrics.runs.labels("awaiting_outcome").inc()
+        self.metrics.runs.labels("awaiting_input" if event == "await_approval" else "awaiting_outcome").inc()
         await self._publish(effects, run.workspace_id)
 
     async def _fail(self, run_id: uuid.UUID, code: str, message: str) -> None:
@@ -271,6 +318,7 @@ class RunEngine:
                     return
                 await transition(session, run, "fail", error_code=code, error_message=message[:2000])
                 effects.run_updated(run.thread_id, await render_run(session, run))
+                await advance_queue(session, run.thread_id, effects)
         except HeddleError:
             return
         self.metrics.runs.labels("failed").inc()

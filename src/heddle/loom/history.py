@@ -24,7 +24,7 @@ def tool_result_content(tc: ToolCall) -> str | None:
     """What the model sees for a tool call, or None while it has no result yet."""
     if tc.kind == "ask":
         return json.dumps(tc.result) if tc.status == "succeeded" and tc.result else None
-    if tc.status in ("pending", "awaiting_outcome"):
+    if tc.status in ("pending", "awaiting_outcome", "awaiting_approval"):
         return None
     body: dict[str, Any] = {"status": tc.status}
     if tc.result is not None:
@@ -50,6 +50,10 @@ async def build_conversation(session: AsyncSession, run: Run, agent: Agent) -> l
         messages.append(ChatMessage(role="user", content=opening.content))
     turns = list(await session.scalars(select(Turn).where(Turn.run_id == run.id).order_by(Turn.seq)))
     calls = list(await session.scalars(select(ToolCall).where(ToolCall.run_id == run.id).order_by(ToolCall.seq)))
+    inputs: dict[str, str] = {}
+    if any(tc.status == "declined" and (tc.result or {}).get("message_id") for tc in calls):
+        inputs = {str(m.id): m.content for m in await session.scalars(
+            select(Message).where(Message.run_id == run.id, Message.role == "user"))}
     for turn in turns:
         turn_calls = [tc for tc in calls if tc.turn_id == turn.id]
         if not turn_calls:
@@ -63,4 +67,8 @@ async def build_conversation(session: AsyncSession, run: Run, agent: Agent) -> l
             if content is not None:
                 messages.append(ChatMessage(role="tool", content=content, tool_call_id=tc.model_call_id,
                                             name=tc.name))
+        # A message posted instead of an approval declined these calls and is the next input.
+        for message_id in dict.fromkeys(str((tc.result or {}).get("message_id") or "") for tc in turn_calls):
+            if message_id and message_id in inputs:
+                messages.append(ChatMessage(role="user", content=inputs[message_id]))
     return messages

@@ -18,8 +18,11 @@ AWAITING_INPUT = "awaiting_input"
 AWAITING_OUTCOME = "awaiting_outcome"
 CLOSED = "closed"
 FAILED = "failed"
+# A run created by a message posted with `if_busy: enqueue` while another run is active; it
+# starts (-> running) when the run ahead of it ends. Only callers that enqueue ever see it.
+QUEUED = "queued"
 
-STATES = (RUNNING, AWAITING_INPUT, AWAITING_OUTCOME, CLOSED, FAILED)
+STATES = (QUEUED, RUNNING, AWAITING_INPUT, AWAITING_OUTCOME, CLOSED, FAILED)
 TERMINAL = frozenset({CLOSED, FAILED})
 
 # (from state, event) -> to state. Anything not listed is refused.
@@ -30,6 +33,14 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     (RUNNING, "fail"): FAILED,                     # provider error, limits, credits, crash
     (AWAITING_INPUT, "answer"): RUNNING,           # the user's next message answers
     (AWAITING_OUTCOME, "outcome"): RUNNING,        # every awaited tool call has an outcome
+    # Run control (loom/control.py): cancel from any non-terminal state, queued runs, approvals.
+    (RUNNING, "await_approval"): AWAITING_INPUT,   # an `interaction: approve` call asks first
+    (AWAITING_INPUT, "approval"): RUNNING,         # every pending approval is answered
+    (QUEUED, "start"): RUNNING,                    # the run ahead of it ended
+    (QUEUED, "cancel"): FAILED,
+    (RUNNING, "cancel"): FAILED,
+    (AWAITING_INPUT, "cancel"): FAILED,
+    (AWAITING_OUTCOME, "cancel"): FAILED,
 }
 
 

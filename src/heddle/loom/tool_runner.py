@@ -20,7 +20,7 @@ class DefaultToolRunner:
         return ToolExecution(status="failed", result={"error": {
             "code": "unknown_tool", "message": f"No built-in tool {call.name!r}."}})
 
-    async def run_hosted(self, run: Run, call: ToolCall, definition: dict[str, Any]) -> ToolExecution:
+    async def run_hosted(self, run: Run, call: ToolCall, definition: dict[str, Any]) -> ToolExecution | None:
         from heddle.outbound.for_runs import hosted_tool_call
 
         return await hosted_tool_call(self.services, run, call, definition)

@@ -43,15 +43,29 @@ async def _subject_token(svc, run: Run, workspace: Workspace) -> str:
     return await svc.subject_tokens.get_token(workspace.id, run.subject, mint)
 
 
-async def _mark_in_flight(svc, call_id) -> None:
-    """Persist that the call is about to be sent, so a crash leaves its fate known to be unknown."""
+async def _mark_in_flight(svc, call_id, run_id) -> bool:
+    """Persist that the call is about to be sent, so a crash leaves its fate known to be unknown.
+
+    False (and nothing sent) when the run is no longer `running` (cancelled, erased): the run
+    row is read under a share lock, so a concurrent cancel either sees this marker (and leaves
+    the call to finish under its reliability rules) or is seen here.
+    """
     async with svc.database().transaction() as session:
+        state_query = select(Run.state).where(Run.id == run_id)
+        if session.bind.dialect.name != "sqlite":
+            state_query = state_query.with_for_update(read=True)
+        if await session.scalar(state_query) != "running":
+            return False
         call = await session.get(ToolCall, call_id)
+        if call is None or call.status != "pending":
+            return False
         call.attempts = [*(call.attempts or []), {"n": len(call.attempts or []) + 1, "started_at": iso(utcnow()),
                                                   "in_flight": True}]
+    return True
 
 
-async def hosted_tool_call(svc, run: Run, call: ToolCall, definition: dict[str, Any]) -> ToolExecution:
+async def hosted_tool_call(svc, run: Run, call: ToolCall, definition: dict[str, Any]) -> ToolExecution | None:
+    """The call's execution, or None when the run stopped before it was sent."""
     async with svc.database().session() as session:
         workspace = await session.get(Workspace, run.workspace_id)
         pinned = definition.get("connection")
@@ -71,7 +85,8 @@ async def hosted_tool_call(svc, run: Run, call: ToolCall, definition: dict[str, 
                        connection.id)
     payload = {"tool": call.name, "tool_call_id": str(call.id), "run_id": str(run.id),
                "thread_id": str(run.thread_id), "subject": run.subject, "args": call.args or {}}
-    await _mark_in_flight(svc, call.id)
+    if not await _mark_in_flight(svc, call.id, run.id):
+        return None
     outcome = await call_hosted_tool(
         svc.outbound, base_url=connection.base_url, path=definition["path"],
         request_secret=workspace.request_secret, bearer_token=token, payload=payload,
