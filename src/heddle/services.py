@@ -93,6 +93,8 @@ class Services:
                                 lambda: self.events, self.metrics)
         self.executor = InProcessExecutor(self.db, self.engine, self.metrics,
                                           concurrency=self.settings.run_concurrency,
+                                          lease_seconds=self.settings.run_lease_seconds,
+                                          sweep_interval=self.settings.run_sweep_seconds,
                                           reclaim_all_on_start=self.db.is_sqlite)
         self.engine.submitter = self.executor  # the next queued run of a thread starts through it
         await self.executor.start()

@@ -6,7 +6,10 @@ Shared by `POST /v1/identify` and the Loom built-in `identify` tool, so both bil
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.billing import service as billing
 from heddle.billing.service import InsufficientCredits
@@ -16,8 +19,14 @@ from heddle.money import to_micro
 
 async def identify_and_charge(svc, *, workspace_id: str, key_id: str | None, request: IdentifyRequest,
                               balance_hint: int | None = None,
-                              run_id: uuid.UUID | None = None) -> tuple[dict[str, Any], int]:
-    """Return the Identify Result and the micro-credits charged (0 unless `identified`)."""
+                              run_id: uuid.UUID | None = None,
+                              guard: Callable[[AsyncSession], Awaitable[None]] | None = None,
+                              ) -> tuple[dict[str, Any], int]:
+    """Return the Identify Result and the micro-credits charged (0 unless `identified`).
+
+    `guard(session)`, when given, runs first inside the charge's transaction and may raise to
+    prevent the charge (a run's executor checks there that it still holds the run).
+    """
     price = to_micro(svc.settings.identify_price_credits)
     if price:
         if balance_hint is None:
@@ -30,6 +39,8 @@ async def identify_and_charge(svc, *, workspace_id: str, key_id: str | None, req
     charged = 0
     if result.billable and price:
         async with svc.database().transaction() as session:
+            if guard is not None:
+                await guard(session)
             await billing.charge(session, workspace_id, price, reason="identify", ref=str(result.rail),
                                  run_id=run_id, key_id=key_id)
         svc.metrics.credits_charged.labels("identify").inc(price)

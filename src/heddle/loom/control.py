@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import and_, delete, or_, select, update
 
 from heddle.auth.context import AuthContext
 from heddle.db.base import utcnow
@@ -125,6 +125,21 @@ async def cancel_run(session, auth: AuthContext, run_id: str, effects: Effects) 
     who = "the caller" if auth.mode == "relay" else f"subject {auth.subject}"
     await cancel(session, run, effects, by=actor(auth), reason=f"Cancelled by {who}.")
     return await render_run(session, run)
+
+
+async def hold_or_cancelled(session, fence) -> None:
+    """Like `Fence.hold`, but also passes when the run was cancelled under this executor.
+
+    Cancel leaves the fencing token as it is (it changes the state, which already fails every
+    `Fence.hold`), so the executor that sent a call before the cancel can still record that
+    call's result; a takeover by another executor still moves the token and stops it.
+    """
+    result = await session.execute(
+        update(Run).where(Run.id == fence.run_id, Run.fence == fence.token,
+                          or_(Run.state == RUNNING, and_(Run.state == FAILED, Run.error_code == CANCELLED)))
+        .values(updated_at=Run.updated_at).execution_options(synchronize_session=False))
+    if result.rowcount != 1:
+        raise fence.stale()
 
 
 async def advance_queue(session, thread_id: uuid.UUID, effects: Effects) -> Run | None:

@@ -13,7 +13,9 @@ from typing import Any
 from sqlalchemy import select
 
 from heddle.db.base import utcnow
+from heddle.loom.lease import Fence
 from heddle.loom.models import Run, ToolCall
+from heddle.loom.states import CALL_PENDING
 from heddle.loom.tools import ToolExecution
 from heddle.money import to_micro
 from heddle.outbound.hosted_tools import call_hosted_tool
@@ -43,29 +45,22 @@ async def _subject_token(svc, run: Run, workspace: Workspace) -> str:
     return await svc.subject_tokens.get_token(workspace.id, run.subject, mint)
 
 
-async def _mark_in_flight(svc, call_id, run_id) -> bool:
+async def _mark_in_flight(svc, call_id, fence: Fence) -> None:
     """Persist that the call is about to be sent, so a crash leaves its fate known to be unknown.
 
-    False (and nothing sent) when the run is no longer `running` (cancelled, erased): the run
-    row is read under a share lock, so a concurrent cancel either sees this marker (and leaves
-    the call to finish under its reliability rules) or is seen here.
+    Fenced, and conditional on the call still being pending: this is the last write before the
+    host is called, so a stale executor, or a call resolved meanwhile, stops here.
     """
     async with svc.database().transaction() as session:
-        state_query = select(Run.state).where(Run.id == run_id)
-        if session.bind.dialect.name != "sqlite":
-            state_query = state_query.with_for_update(read=True)
-        if await session.scalar(state_query) != "running":
-            return False
+        await fence.hold(session)
         call = await session.get(ToolCall, call_id)
-        if call is None or call.status != "pending":
-            return False
+        if call.status != CALL_PENDING:
+            raise fence.stale(f"tool call {call_id} is already {call.status}")
         call.attempts = [*(call.attempts or []), {"n": len(call.attempts or []) + 1, "started_at": iso(utcnow()),
                                                   "in_flight": True}]
-    return True
 
 
-async def hosted_tool_call(svc, run: Run, call: ToolCall, definition: dict[str, Any]) -> ToolExecution | None:
-    """The call's execution, or None when the run stopped before it was sent."""
+async def hosted_tool_call(svc, run: Run, call: ToolCall, definition: dict[str, Any], fence: Fence) -> ToolExecution:
     async with svc.database().session() as session:
         workspace = await session.get(Workspace, run.workspace_id)
         pinned = definition.get("connection")
@@ -85,12 +80,12 @@ async def hosted_tool_call(svc, run: Run, call: ToolCall, definition: dict[str, 
                        connection.id)
     payload = {"tool": call.name, "tool_call_id": str(call.id), "run_id": str(run.id),
                "thread_id": str(run.thread_id), "subject": run.subject, "args": call.args or {}}
-    if not await _mark_in_flight(svc, call.id, run.id):
-        return None
+    await _mark_in_flight(svc, call.id, fence)
     outcome = await call_hosted_tool(
         svc.outbound, base_url=connection.base_url, path=definition["path"],
         request_secret=workspace.request_secret, bearer_token=token, payload=payload,
-        reliability=call.reliability, idempotency_key=str(call.id))
+        reliability=call.reliability, idempotency_key=str(call.id),
+        before_retry=lambda: fence.check(svc.database()))
     cost = to_micro(svc.settings.tool_call_price_credits)
     common = {"attempts": outcome.attempts, "connection_id": connection.id, "cost_micro": cost}
     if outcome.status == "succeeded":

@@ -1,7 +1,7 @@
 """run control: queued messages, run control notes, tool-call approvals, workspace retention
 
 Revision ID: 0009
-Revises: 0002
+Revises: 0003 (0002 before the merge of scale-core; the lead re-chains)
 Create Date: 2026-11-23 19:00:00
 """
 import sqlalchemy as sa
@@ -10,7 +10,7 @@ from alembic import op
 from heddle.db.base import UTCDateTime
 
 revision = '0009'
-down_revision = '0002'
+down_revision = '0003'
 branch_labels = None
 depends_on = None
 
