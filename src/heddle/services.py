@@ -31,6 +31,7 @@ class Services:
         self.registry = None  # model classes (heddle.loom.providers.registry)
         self.engine = None
         self.executor = None
+        self.pruner = None  # heddle.loom.retention.RetentionPruner
         from heddle.realtime.setup import Realtime
 
         self.realtime = Realtime(settings)
@@ -97,9 +98,18 @@ class Services:
                                           sweep_interval=self.settings.run_sweep_seconds,
                                           reclaim_all_on_start=self.db.is_sqlite)
         self.engine.submitter = self.executor  # the next queued run of a thread starts through it
+        from heddle.loom.retention import RetentionPruner
+
+        async def publish(effects, realtime_enabled):
+            await effects.apply(self.events, self.executor, realtime_enabled)
+
+        self.pruner = RetentionPruner(self.db, self.settings.retention_sweep_seconds, publish)
+        self.pruner.start()
         await self.executor.start()
 
     async def stop(self) -> None:
+        if self.pruner is not None:
+            await self.pruner.stop()
         if self.executor:
             await self.executor.stop()
         if self.registry:

@@ -64,6 +64,8 @@ def workspace_update(
     mint_url: str | None = typer.Option(None, "--mint-url", help="Your subject-token mint endpoint ('' clears)."),
     rotate_request_secret: bool = typer.Option(False, "--rotate-request-secret"),
     realtime: str | None = typer.Option(None, "--realtime", help="on or off"),
+    retention_days: int | None = typer.Option(None, "--retention-days",
+                                              help="Erase threads idle this many days (0 keeps them)."),
     database_url: str = DatabaseUrl, as_json: bool = JsonFlag,
 ):
     jwks_json: dict[str, Any] | None = None
@@ -80,7 +82,7 @@ def workspace_update(
         ws = await ws_service.update_workspace(
             s, workspace, jwks_uri=jwks_uri, jwks_json=jwks_json, allowed_origins=origins,
             mint_url=mint_url, rotate_request_secret=rotate_request_secret,
-            realtime=None if realtime is None else realtime == "on")
+            realtime=None if realtime is None else realtime == "on", retention_days=retention_days)
         return ws_service.workspace_dict(ws, reveal_secret=True)
 
     emit(_guard(as_json, lambda: run_db(database_url, work)), as_json)

@@ -53,7 +53,7 @@ async def update_workspace(
     session: AsyncSession, workspace_id: str, *, jwks_uri: str | None = None,
     jwks_json: dict[str, Any] | None = None, allowed_origins: list[str] | None = None,
     mint_url: str | None = None, rotate_request_secret: bool = False,
-    realtime: bool | None = None, clear_jwks: bool = False,
+    realtime: bool | None = None, clear_jwks: bool = False, retention_days: int | None = None,
 ) -> Workspace:
     ws = await get_workspace(session, workspace_id)
     if jwks_uri is not None:
@@ -76,6 +76,10 @@ async def update_workspace(
         ws.request_secret = ids.request_secret()
     if realtime is not None:
         ws.realtime_enabled = realtime
+    if retention_days is not None:  # 0 keeps threads for ever (clears the setting)
+        if isinstance(retention_days, bool) or not 0 <= retention_days <= 36_500:
+            raise ValueError("retention_days: must be a whole number of days from 0 (keep) to 36500")
+        ws.retention_days = retention_days or None
     ws.updated_at = utcnow()
     await session.flush()
     return ws
@@ -87,6 +91,7 @@ def workspace_dict(ws: Workspace, *, reveal_secret: bool) -> dict[str, Any]:
         "id": ws.id, "name": ws.name, "balance_credits": to_credits(ws.balance_micro),
         "jwks_uri": ws.jwks_uri, "jwks": ws.jwks_json, "allowed_origins": list(ws.allowed_origins or []),
         "request_secret": secret, "mint_url": ws.mint_url, "realtime": ws.realtime_enabled,
+        "retention_days": ws.retention_days,
         "created_at": iso(ws.created_at), "updated_at": iso(ws.updated_at),
     }
 
