@@ -151,7 +151,9 @@ class RunEngine:
                              f"Model class {agent.model_class!r} is not configured on this server.") from None
         provider = self.registry.provider_for(model_class)
         async with self.db.session() as session:
-            conversation = await build_conversation(session, run, agent)
+            history: dict[str, Any] = {}  # the history cut, kept in the turn's request for the trace
+            conversation = await build_conversation(session, run, agent, history_tokens=model_class.history_tokens,
+                                                    provider=model_class.provider, report=history)
             balance = await billing.balance_micro(session, run.workspace_id)
         specs = tool_specs(agent)
         # A turn costs at most its input (estimated from characters) plus max_tokens of output.
@@ -184,7 +186,7 @@ class RunEngine:
             run = await session.get(Run, run.id)
             turn = Turn(id=uuid.uuid4(), run_id=run.id, seq=run.turn_count + 1, model_class=model_class.name,
                         input_tokens=response.input_tokens, output_tokens=response.output_tokens,
-                        cost_micro=cost, request=response.request,
+                        cost_micro=cost, request={**response.request, "history": history},
                         response={**response.response, "text": response.text},
                         latency_ms=round((time.perf_counter() - started) * 1000, 3))
             session.add(turn)
