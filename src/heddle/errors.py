@@ -43,7 +43,7 @@ _CODES = [
     ErrorCode("ambiguous_identifier", 400, "The identifier fits several rails; send `rail` (and `country`) to choose."),
     # --- loom ---
     ErrorCode("agent_not_found", 404, "No such agent in this workspace."),
-    ErrorCode("run_active", 409, "The thread's latest run is still running or awaiting an outcome; `details.run_id` names it."),
+    ErrorCode("run_active", 409, "The thread's run is still running or awaiting an outcome (or messages are queued); `details.run_id` names it. Send `if_busy: enqueue` or `interrupt` instead."),
     ErrorCode("run_not_awaiting_outcome", 409, "The run is not waiting for an outcome of that tool call."),
     ErrorCode("invalid_state_transition", 409, "The run cannot move to that state from its current one."),
     ErrorCode("run_terminal", 409, "The run already ended (closed, or failed other than by a cancel); it cannot be cancelled."),
