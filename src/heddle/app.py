@@ -14,6 +14,7 @@ from heddle.config import Settings, get_settings
 from heddle.deployment import check_deployment
 from heddle.identify.routes import router as identify_router
 from heddle.loom.routes import router as loom_router
+from heddle.loom.routes_control import router as loom_control_router
 from heddle.observability.logging import configure_logging
 from heddle.realtime.routes import router as realtime_router
 from heddle.realtime.server import build_realtime_router
@@ -62,6 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(workspace_router)
     app.include_router(identify_router)
     app.include_router(loom_router)
+    app.include_router(loom_control_router)
     app.include_router(realtime_router)
     if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}
         app.include_router(build_realtime_router(

@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     run_lease_seconds: float = Field(default=30.0, ge=0.5)
     run_sweep_seconds: float = Field(default=10.0, ge=0.1)
     tool_call_price_credits: float = Field(default=0.0, ge=0)
+    # How often the retention pruner erases threads idle past their workspace's retention_days (0 = never).
+    retention_sweep_seconds: float = Field(default=3600.0, ge=0)
 
     # --- realtime ---
     realtime: Literal["builtin", "pusher", "off"] = "builtin"

@@ -24,6 +24,7 @@ from heddle.identify.service import IdentifyService
 from heddle.loom.effects import EventSink, RunSubmitter
 from heddle.loom.engine import RunEngine
 from heddle.loom.providers.registry import ModelRegistry
+from heddle.loom.retention import RetentionPruner
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.observability.request_log import RequestLogWriter
@@ -56,6 +57,7 @@ class Container:
     request_log_pruner: RequestLogPruner  # request-log retention, in the background
     idempotency_pruner: IdempotencyPruner  # Idempotency-Key rows older than their TTL
     rate_limiter: RateLimiter
+    retention_pruner: RetentionPruner | None  # workspaces' retention_days; API processes only
     outbound: httpx.AsyncClient  # SSRF-guarded: tool hosts, mint URLs, JWKS URIs, name providers
     jwks: JwksCache
     direct_auth: DirectAuthenticator
@@ -73,6 +75,8 @@ class Container:
 
     async def aclose(self) -> None:
         """Stop in the reverse order of `build_container`."""
+        if self.retention_pruner is not None:
+            await self.retention_pruner.stop()
         if self.executor is not None:
             await self.executor.stop()
         await self.registry.aclose()
@@ -141,13 +145,23 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
         executor = InProcessExecutor(db, engine, metrics, concurrency=s.run_concurrency,
                                      lease_seconds=s.run_lease_seconds, sweep_interval=s.run_sweep_seconds,
                                      reclaim_all_on_start=db.is_sqlite)
+    engine.submitter = executor  # the next queued run of a thread starts through it
+    retention_pruner: RetentionPruner | None = None
+    if role == "serve":
+        async def publish(effects, realtime_enabled: bool) -> None:
+            await effects.apply(events, executor, realtime_enabled)
+
+        retention_pruner = RetentionPruner(db, s.retention_sweep_seconds, publish)
     container = Container(
         settings=s, role=role, metrics=metrics, db=db, realtime=realtime, events=events,
         request_log=request_log, request_log_pruner=request_log_pruner,
-        idempotency_pruner=idempotency_pruner, rate_limiter=rate_limiter, outbound=outbound, jwks=jwks,
+        idempotency_pruner=idempotency_pruner, rate_limiter=rate_limiter, retention_pruner=retention_pruner,
+        outbound=outbound, jwks=jwks,
         direct_auth=direct_auth,
         subject_tokens=subject_tokens, identify=identify, identify_charging=charging, hosted_tools=hosted,
         registry=registry, engine=engine, executor=executor, loop=asyncio.get_running_loop())
+    if retention_pruner is not None:
+        retention_pruner.start()
     if executor is not None:
         await executor.start()
     log.info("heddle_started", role=role, database=db.engine.url.render_as_string(hide_password=True))

@@ -68,6 +68,8 @@ def workspace_update(
         None, "--rate-limit-per-key", help="Requests per API key, e.g. '100/second;3000/minute', 'off' or 'default'."),
     rate_limit_per_subject: str | None = typer.Option(
         None, "--rate-limit-per-subject", help="Requests per subject, e.g. '10/second;300/minute', 'off', 'default'."),
+    retention_days: int | None = typer.Option(None, "--retention-days",
+                                              help="Erase threads idle this many days (0 keeps them)."),
     database_url: str = DatabaseUrl, as_json: bool = JsonFlag,
 ):
     jwks_json: dict[str, Any] | None = None
@@ -85,7 +87,8 @@ def workspace_update(
             s, workspace, jwks_uri=jwks_uri, jwks_json=jwks_json, allowed_origins=origins,
             mint_url=mint_url, rotate_request_secret=rotate_request_secret,
             realtime=None if realtime is None else realtime == "on",
-            rate_limit_per_key=rate_limit_per_key, rate_limit_per_subject=rate_limit_per_subject)
+            rate_limit_per_key=rate_limit_per_key, rate_limit_per_subject=rate_limit_per_subject,
+            retention_days=retention_days)
         return ws_service.workspace_dict(ws, reveal_secret=True)
 
     emit(_guard(as_json, lambda: run_db(database_url, work)), as_json)

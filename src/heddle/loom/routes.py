@@ -61,7 +61,7 @@ async def list_threads(agent: str | None = Query(None, max_length=80), limit: in
 async def post_message(thread_id: str, body: PostMessage, request: Request, background: BackgroundTasks):
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
-        data = await service.post_message(session, auth, thread_id, body.content, effects)
+        data = await service.post_message(session, auth, thread_id, body.content, effects, body.if_busy)
         response = await commit_response(session, request, ok(data, status_code=202))
     _apply_after_response(request, auth, effects, background)
     return response

@@ -20,6 +20,8 @@ class CreateThread(BaseModel):
 class PostMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     content: Annotated[str, Field(min_length=1, max_length=32_000)]
+    # What to do while the thread's run is busy (CONTRACT section 12): 409, wait, or cancel it.
+    if_busy: Literal["reject", "enqueue", "interrupt"] = "reject"
 
 
 class PostOutcome(BaseModel):
@@ -27,3 +29,10 @@ class PostOutcome(BaseModel):
     tool_call_id: Annotated[str, Field(min_length=1, max_length=64)]
     state: Literal["occurred", "failed"]
     detail: dict[str, Any] | None = None
+
+
+class PostApproval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tool_call_id: Annotated[str, Field(min_length=1, max_length=64)]
+    approved: Annotated[bool, Field(strict=True)]
+    reason: Annotated[str, Field(max_length=2000)] | None = None

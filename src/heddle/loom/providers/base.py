@@ -41,6 +41,10 @@ class ToolSpec:
     parameters: dict[str, Any]  # JSON Schema of the arguments object
 
 
+# Earlier thread messages given to a model, in (estimated) tokens, unless its class says otherwise.
+DEFAULT_HISTORY_TOKENS = 8000
+
+
 @dataclass(frozen=True)
 class ModelClass:
     """A configured model class: which provider, which model, and its credit prices."""
@@ -55,6 +59,7 @@ class ModelClass:
     max_tokens: int = 1024
     timeout: float = 60.0
     max_retries: int = 3
+    history_tokens: int = DEFAULT_HISTORY_TOKENS
     options: dict[str, Any] = field(default_factory=dict)
 
 

@@ -12,7 +12,8 @@ Fields: `provider` (`openai` | `anthropic` | `scripted`), `model`, `base_url`, `
 `api_key_env` (the name of an environment variable holding the key), `input_price_per_1k` and
 `output_price_per_1k` (credits per 1,000 tokens), `max_tokens`, `timeout` (seconds per
 attempt), `max_retries`, and `options` (`retry_base_delay`, `retry_max_delay`,
-`retry_after_cap` in seconds, `temperature`, `max_tokens_param`). Unknown fields are refused,
+`retry_after_cap` in seconds, `temperature`, `max_tokens_param`), and `history_tokens` (the
+budget of earlier thread messages given to the model, in tokens; see loom/history.py). Unknown fields are refused,
 so that a typo never silently falls back to a default.
 
 `scripted` is always present; defining `scripted` in the JSON overrides its prices (its
@@ -32,7 +33,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, TypeAdapter, ValidationError
 
 from heddle.loom.providers.anthropic_provider import AnthropicProvider
-from heddle.loom.providers.base import ChatMessage, ModelClass, ModelResponse, ToolSpec
+from heddle.loom.providers.base import DEFAULT_HISTORY_TOKENS, ChatMessage, ModelClass, ModelResponse, ToolSpec
 from heddle.loom.providers.openai_compat import OpenAICompatProvider
 from heddle.loom.providers.scripted import ScriptedProvider
 from heddle.money import to_micro
@@ -106,6 +107,7 @@ class _ClassConfig(BaseModel):
     max_tokens: int = Field(default=1024, ge=1, le=1_000_000)
     timeout: float = Field(default=60.0, gt=0, le=3600, allow_inf_nan=False)
     max_retries: int = Field(default=3, ge=0, le=10)
+    history_tokens: int = Field(default=DEFAULT_HISTORY_TOKENS, ge=0, le=10_000_000)
     options: _Options = Field(default_factory=_Options)
 
 
@@ -228,6 +230,7 @@ def _build(name: str, config: _ClassConfig, env: Mapping[str, str], problems: li
         max_tokens=config.max_tokens,
         timeout=config.timeout,
         max_retries=config.max_retries,
+        history_tokens=config.history_tokens,
         options=config.options.model_dump(exclude_none=True),
     )
 
