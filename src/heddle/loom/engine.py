@@ -19,6 +19,7 @@ from heddle.billing import service as billing
 from heddle.config import Settings
 from heddle.db.base import Database, utcnow
 from heddle.errors import HeddleError
+from heddle.loom.deltas import DeltaStream
 from heddle.loom.effects import Effects, EventSink
 from heddle.loom.history import build_conversation
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
@@ -107,6 +108,8 @@ class RunEngine:
         async with self.db.session() as session:
             conversation = await build_conversation(session, run, agent)
             balance = await billing.balance_micro(session, run.workspace_id)
+            stream = DeltaStream(run.id, run.thread_id, sink=self.events() if await self._realtime_enabled(
+                session, run.workspace_id) else None)
         specs = tool_specs(agent)
         # A turn costs at most its input (estimated from characters) plus max_tokens of output.
         est_in = sum(len(m.content or "") for m in conversation) // 3 + 50
@@ -117,7 +120,7 @@ class RunEngine:
         try:
             remaining = max(0.001, deadline - time.monotonic())
             response: ModelResponse = await asyncio.wait_for(
-                provider.complete(model_class, conversation, specs), timeout=remaining)
+                provider.complete(model_class, conversation, specs, stream), timeout=remaining)
         except TimeoutError:
             raise RunFailure("max_duration_exceeded",
                              f"The run took longer than {self.settings.run_max_seconds:g} s.") from None
@@ -151,7 +154,7 @@ class RunEngine:
                 for i, call in enumerate(response.tool_calls, start=1):
                     session.add(self._new_tool_call(run, agent, turn, seq + i, call))
             else:
-                await self._finish(session, run, response.text or "", effects)
+                await self._finish(session, run, response.text or "", effects, stream.message_id)
             realtime = await self._realtime_enabled(session, run.workspace_id) if effects.events else False
         await self._publish(effects, run.workspace_id, realtime)
         return bool(response.tool_calls)
@@ -172,8 +175,10 @@ class RunEngine:
             tc.interaction, tc.risk, tc.reliability = "auto", "low", "idempotent"
         return tc
 
-    async def _finish(self, session, run: Run, text: str, effects: Effects) -> None:
-        message = Message(id=uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
+    async def _finish(self, session, run: Run, text: str, effects: Effects,
+                      message_id: uuid.UUID | None = None) -> None:
+        # `message_id` is the one the reply's `message.delta` events announced.
+        message = Message(id=message_id or uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
                           seq=await next_message_seq(session, run.thread_id), role="assistant", content=text)
         session.add(message)
         await session.flush()
