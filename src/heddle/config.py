@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     run_max_seconds: float = Field(default=300.0, gt=0)
     run_concurrency: int = Field(default=64, ge=1)
     tool_call_price_credits: float = Field(default=0.0, ge=0)
+    sse_heartbeat_seconds: float = Field(default=15.0, gt=0)  # GET /runs/{id}/events: comment line when idle
+    sse_poll_seconds: float = Field(default=1.0, gt=0)  # ... and how often it looks for other processes' events
 
     # --- realtime ---
     realtime: Literal["builtin", "pusher", "off"] = "builtin"

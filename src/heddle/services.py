@@ -31,6 +31,7 @@ class Services:
         self.registry = None  # model classes (heddle.loom.providers.registry)
         self.engine = None
         self.executor = None
+        self.run_events = None  # heddle.loom.run_events.RunEventLog: stored run events, SSE wake-ups
         from heddle.realtime.setup import Realtime
 
         self.realtime = Realtime(settings)
@@ -86,11 +87,13 @@ class Services:
         from heddle.loom.engine import RunEngine
         from heddle.loom.executor import InProcessExecutor
         from heddle.loom.providers.registry import ModelRegistry
+        from heddle.loom.run_events import RunEventLog
         from heddle.loom.tool_runner import DefaultToolRunner
 
         self.registry = ModelRegistry.from_json(self.settings.model_classes)
+        self.run_events = RunEventLog(self.db)
         self.engine = RunEngine(self.db, self.settings, self.registry, DefaultToolRunner(self),
-                                lambda: self.events, self.metrics)
+                                lambda: self.events, self.metrics, run_events=self.run_events)
         self.executor = InProcessExecutor(self.db, self.engine, self.metrics,
                                           concurrency=self.settings.run_concurrency,
                                           reclaim_all_on_start=self.db.is_sqlite)

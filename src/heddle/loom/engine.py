@@ -26,6 +26,7 @@ from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
 from heddle.loom.providers.base import ModelProviderError, ModelResponse
 from heddle.loom.providers.registry import cost_micro
 from heddle.loom.queries import next_message_seq
+from heddle.loom.run_events import RunEventLog, stage
 from heddle.loom.serializers import message_dict
 from heddle.loom.service import render_run
 from heddle.loom.states import RUNNING, transition
@@ -49,8 +50,9 @@ class RunFailure(Exception):
 
 class RunEngine:
     def __init__(self, db: Database, settings: Settings, registry, tools: ToolRunner,
-                 events: Callable[[], EventSink | None], metrics: Metrics):
+                 events: Callable[[], EventSink | None], metrics: Metrics, run_events: RunEventLog | None = None):
         self.db = db
+        self.run_events = run_events or RunEventLog(db)  # the stored event log behind SSE
         self.settings = settings
         self.registry = registry
         self.tools = tools
@@ -109,7 +111,7 @@ class RunEngine:
             conversation = await build_conversation(session, run, agent)
             balance = await billing.balance_micro(session, run.workspace_id)
             stream = DeltaStream(run.id, run.thread_id, sink=self.events() if await self._realtime_enabled(
-                session, run.workspace_id) else None)
+                session, run.workspace_id) else None, store=self.run_events)
         specs = tool_specs(agent)
         # A turn costs at most its input (estimated from characters) plus max_tokens of output.
         est_in = sum(len(m.content or "") for m in conversation) // 3 + 50
@@ -126,6 +128,8 @@ class RunEngine:
                              f"The run took longer than {self.settings.run_max_seconds:g} s.") from None
         except ModelProviderError as exc:
             raise RunFailure("model_error", str(exc)) from None
+        finally:
+            await self.run_events.drain(run.id)  # the reply's deltas are stored before its message
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
         effects = Effects()
         async with self.db.transaction() as session:
@@ -155,6 +159,7 @@ class RunEngine:
                     session.add(self._new_tool_call(run, agent, turn, seq + i, call))
             else:
                 await self._finish(session, run, response.text or "", effects, stream.message_id)
+            await stage(session, effects)
             realtime = await self._realtime_enabled(session, run.workspace_id) if effects.events else False
         await self._publish(effects, run.workspace_id, realtime)
         return bool(response.tool_calls)
@@ -194,6 +199,7 @@ class RunEngine:
 
     async def _publish(self, effects: Effects, workspace_id: str, realtime_enabled: bool | None = None) -> None:
         """Send the events of a committed step (looking the workspace's realtime flag up if not given)."""
+        self.run_events.committed(effects)  # wake SSE streams and the webhook dispatcher
         sink = self.events()
         if sink is None or not effects.events:
             return
@@ -255,6 +261,7 @@ class RunEngine:
             await transition(session, run, "ask_user", pending_question=question)
             effects.message_created(run.thread_id, message_dict(message))
             effects.run_updated(run.thread_id, await render_run(session, run))
+            await stage(session, effects)
         self.metrics.runs.labels("awaiting_input").inc()
         await self._publish(effects, run.workspace_id)
 
@@ -264,6 +271,7 @@ class RunEngine:
             run = await session.get(Run, run_id)
             await transition(session, run, event)
             effects.run_updated(run.thread_id, await render_run(session, run))
+            await stage(session, effects)
         self.metrics.runs.labels("awaiting_outcome").inc()
         await self._publish(effects, run.workspace_id)
 
@@ -276,6 +284,7 @@ class RunEngine:
                     return
                 await transition(session, run, "fail", error_code=code, error_message=message[:2000])
                 effects.run_updated(run.thread_id, await render_run(session, run))
+                await stage(session, effects)
         except HeddleError:
             return
         self.metrics.runs.labels("failed").inc()

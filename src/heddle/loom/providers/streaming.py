@@ -9,8 +9,8 @@ so tool calls, stop reasons and token counts do not depend on whether the reply 
 Token counts stay exact: OpenAI-compatible servers are asked for `stream_options.include_usage`
 (the final chunk carries `usage`); Anthropic reports input tokens in `message_start` and the
 output total in `message_delta`. An OpenAI-compatible server that ignores `stream` and
-answers with a whole JSON reply is read as such (its text is one piece). A server that sends no usage is estimated as before and the
-turn is marked `heddle_usage_estimated`.
+answers with a whole JSON reply is read as such (its text is one piece). A server that sends
+no usage is estimated as before and the turn is marked `heddle_usage_estimated`.
 """
 
 from __future__ import annotations
