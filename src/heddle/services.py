@@ -32,6 +32,7 @@ class Services:
         self.engine = None
         self.executor = None
         self.run_events = None  # heddle.loom.run_events.RunEventLog: stored run events, SSE wake-ups
+        self.webhooks = None  # heddle.webhooks.dispatcher.WebhookDispatcher
         from heddle.realtime.setup import Realtime
 
         self.realtime = Realtime(settings)
@@ -57,6 +58,7 @@ class Services:
         self._start_outbound()
         self._start_identify()
         await self._start_loom()
+        await self._start_webhooks()
         self.started = True
         log.info("heddle_started", database=self.db.engine.url.render_as_string(hide_password=True))
 
@@ -99,9 +101,20 @@ class Services:
                                           reclaim_all_on_start=self.db.is_sqlite)
         await self.executor.start()
 
+    async def _start_webhooks(self) -> None:
+        if not self.settings.webhook_dispatcher:
+            return
+        from heddle.webhooks.dispatcher import WebhookDispatcher
+
+        self.webhooks = WebhookDispatcher(self.db, self.outbound, self.settings)
+        self.run_events.listeners.append(self.webhooks.wake)  # a committed run change may owe one
+        await self.webhooks.start()
+
     async def stop(self) -> None:
         if self.executor:
             await self.executor.stop()
+        if self.webhooks:
+            await self.webhooks.stop()
         if self.registry:
             await self.registry.aclose()
         if self.events is not None:
