@@ -15,8 +15,9 @@ ended long ago, so nothing is lost between connections.
 
 `seq` is allocated as max + 1 while holding the run's row lock (PostgreSQL `FOR UPDATE`; every
 writer of a run's events holds it, SQLite has one writer anyway), so ids never collide.
-After a commit, `RunEventSignals.notify(run_id)` wakes this process's SSE streams of that run;
-streams also poll, which is how they see events written by other processes.
+After a commit, `RunEventSignals.notify(run_id)` wakes this process's SSE streams of that run
+(handing them the stored deltas, so a live stream need not read them back); streams also
+poll, which is how they see events written by other processes.
 """
 
 from __future__ import annotations
@@ -118,29 +119,47 @@ async def read_after(session, run_id: uuid.UUID, after: int, limit: int = 500) -
         .order_by(RunEvent.seq).limit(limit)))
 
 
+class Waiter:
+    """One SSE stream's wake-up: `event` is set on news; `rows` holds freshly stored deltas
+    `(seq, event, data)` it can send without reading them back; `stale` asks for a read."""
+
+    __slots__ = ("event", "rows", "stale")
+    MAX_ROWS = 1000  # a stream that falls further behind reads from the table instead
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.rows: list[tuple[int, str, dict[str, Any]]] = []
+        self.stale = False
+
+
 class RunEventSignals:
     """In-process wake-ups for the SSE streams of a run (one event loop)."""
 
     def __init__(self) -> None:
-        self._waiters: dict[uuid.UUID, set[asyncio.Event]] = {}
+        self._waiters: dict[uuid.UUID, set[Waiter]] = {}
 
-    def notify(self, run_id: uuid.UUID) -> None:
-        for event in self._waiters.get(run_id, ()):
-            event.set()
+    def notify(self, run_id: uuid.UUID, rows: list[tuple[int, str, dict[str, Any]]] | None = None) -> None:
+        for waiter in self._waiters.get(run_id, ()):
+            if rows and len(waiter.rows) + len(rows) <= Waiter.MAX_ROWS:
+                waiter.rows.extend(rows)
+            else:
+                waiter.rows.clear()
+                waiter.stale = True
+            waiter.event.set()
 
     def notify_for(self, effects: Effects) -> None:
         for run_id in runs_of(effects):
             self.notify(run_id)
 
-    def subscribe(self, run_id: uuid.UUID) -> asyncio.Event:
-        event = asyncio.Event()
-        self._waiters.setdefault(run_id, set()).add(event)
-        return event
+    def subscribe(self, run_id: uuid.UUID) -> Waiter:
+        waiter = Waiter()
+        self._waiters.setdefault(run_id, set()).add(waiter)
+        return waiter
 
-    def unsubscribe(self, run_id: uuid.UUID, event: asyncio.Event) -> None:
+    def unsubscribe(self, run_id: uuid.UUID, waiter: Waiter) -> None:
         waiters = self._waiters.get(run_id)
         if waiters is not None:
-            waiters.discard(event)
+            waiters.discard(waiter)
             if not waiters:
                 del self._waiters[run_id]
 
@@ -166,13 +185,14 @@ class RunEventLog:
             while batch := self._pending.pop(run_id, None):
                 try:
                     async with self.db.transaction() as session:
-                        await append_rows(session, run_id, batch)
+                        last = await append_rows(session, run_id, batch)
                 except Exception as exc:  # deltas are a preview; never fail the run for them
                     self.dropped += len(batch)
                     log.warning("run_events_write_failed", run_id=str(run_id), error=type(exc).__name__,
                                 detail=str(exc)[:200])
                     continue
-                self.signals.notify(run_id)
+                first = last - len(batch) + 1  # live streams send these without reading them back
+                self.signals.notify(run_id, [(first + i, name, data) for i, (name, data) in enumerate(batch)])
         finally:
             self._writers.pop(run_id, None)
 

@@ -6,8 +6,9 @@ The stream sends every stored event after the cursor, in `seq` order, as
     event: <run.updated | message.created | message.delta>
     data: <the event's JSON, one line>
 
-then waits. It wakes when this process commits events of the run (`RunEventSignals`), and
-also every `poll_seconds`, which is how it sees events written by another process (a worker
+then waits. It wakes when this process commits events of the run (`RunEventSignals`; the deltas it
+has just stored come with the wake-up and are sent without a read), and also every
+`poll_seconds`, which is how it sees events written by another process (a worker
 or another server behind the same load balancer). While nothing happens it sends a comment
 line (`: heartbeat`) every `heartbeat_seconds` so proxies and clients keep the connection.
 It ends right after the run's terminal `run.updated` (`closed` or `failed`).
@@ -77,27 +78,42 @@ class RunEventStream:
         try:
             yield f"retry: {RETRY_MS}\n\n"
             last_sent = time.monotonic()
+            need_read = True
             while True:
-                waiter.clear()
-                state, rows = await self._read()
-                for row in rows:
-                    yield frame(row.seq, row.event, row.data)
-                    self.cursor = row.seq
-                    if row.event == "run.updated" and row.data.get("terminal"):
-                        return
-                if rows:
+                waiter.event.clear()
+                inbox, waiter.rows = waiter.rows, []
+                need_read, waiter.stale = need_read or waiter.stale, False
+                fresh = [row for row in inbox if row[0] > self.cursor]
+                if fresh and all(seq == self.cursor + n for n, (seq, _, _) in enumerate(fresh, start=1)):
+                    for seq, name, data in fresh:  # this process's deltas, just stored: no read back
+                        yield frame(seq, name, data)
+                        self.cursor = seq
+                        if name == "run.updated" and data.get("terminal"):
+                            return
                     last_sent = time.monotonic()
-                    continue
-                if state is None or state in TERMINAL:  # erased, or ended before events were stored
-                    return
+                elif fresh:
+                    need_read = True  # a gap: something was stored in between
+                if need_read:
+                    need_read = False
+                    state, rows = await self._read()
+                    for row in rows:
+                        yield frame(row.seq, row.event, row.data)
+                        self.cursor = row.seq
+                        if row.event == "run.updated" and row.data.get("terminal"):
+                            return
+                    if rows:
+                        last_sent, need_read = time.monotonic(), True  # there may be more
+                        continue
+                    if state is None or state in TERMINAL:  # erased, or ended before events were stored
+                        return
                 quiet = time.monotonic() - last_sent
                 if quiet >= self.heartbeat_seconds:
                     yield ": heartbeat\n\n"
                     last_sent, quiet = time.monotonic(), 0.0
                 wait = max(0.0, min(self.poll_seconds, self.heartbeat_seconds - quiet))
                 try:
-                    await asyncio.wait_for(waiter.wait(), timeout=wait)
+                    await asyncio.wait_for(waiter.event.wait(), timeout=wait)
                 except TimeoutError:
-                    pass
+                    need_read = True  # poll: another process may have stored events
         finally:
             self.signals.unsubscribe(self.run_id, waiter)
