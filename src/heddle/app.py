@@ -13,6 +13,7 @@ from heddle.api.system import router as system_router
 from heddle.config import Settings, get_settings
 from heddle.deployment import check_deployment
 from heddle.identify.routes import router as identify_router
+from heddle.loom.events_routes import router as loom_events_router
 from heddle.loom.routes import router as loom_router
 from heddle.loom.routes_control import router as loom_control_router
 from heddle.observability.logging import configure_logging
@@ -64,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(identify_router)
     app.include_router(loom_router)
     app.include_router(loom_control_router)
+    app.include_router(loom_events_router)
     app.include_router(realtime_router)
     if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}
         app.include_router(build_realtime_router(

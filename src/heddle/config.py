@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     tool_call_price_credits: float = Field(default=0.0, ge=0)
     # How often the retention pruner erases threads idle past their workspace's retention_days (0 = never).
     retention_sweep_seconds: float = Field(default=3600.0, ge=0)
+    sse_heartbeat_seconds: float = Field(default=15.0, gt=0)  # GET /runs/{id}/events: comment line when idle
+    sse_poll_seconds: float = Field(default=1.0, gt=0)  # ... and how often it looks for other processes' events
 
     # --- realtime ---
     realtime: Literal["builtin", "pusher", "off"] = "builtin"
@@ -87,6 +89,14 @@ class Settings(BaseSettings):
     outbound_connect_timeout: float = Field(default=5.0, gt=0)
     outbound_timeout: float = Field(default=15.0, gt=0)
     outbound_max_response_bytes: int = Field(default=1024 * 1024, ge=1024)
+
+    # --- run webhooks (per workspace; see docs/configuration.md) ---
+    webhook_dispatcher: bool = True  # deliver owed webhooks from this process
+    webhook_poll_seconds: float = Field(default=1.0, gt=0)  # how often to look for due deliveries
+    webhook_retry_base_seconds: float = Field(default=10.0, gt=0)  # first retry delay, doubled each time
+    webhook_retry_max_seconds: float = Field(default=3600.0, gt=0)  # ceiling of a retry delay
+    webhook_retry_hours: float = Field(default=72.0, gt=0)  # retried this long before it is given up
+    webhook_concurrency: int = Field(default=16, ge=1)  # deliveries in flight per process
 
     # --- direct mode (JWKS) ---
     jwks_cache_ttl: float = Field(default=300.0, gt=0)

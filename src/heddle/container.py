@@ -25,6 +25,7 @@ from heddle.loom.effects import EventSink, RunSubmitter
 from heddle.loom.engine import RunEngine
 from heddle.loom.providers.registry import ModelRegistry
 from heddle.loom.retention import RetentionPruner
+from heddle.loom.run_events import RunEventLog
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.observability.request_log import RequestLogWriter
@@ -33,6 +34,7 @@ from heddle.outbound.for_runs import HostedTools
 from heddle.outbound.token_cache import SubjectTokenCache
 from heddle.ratelimit.limiter import RateLimiter
 from heddle.realtime.setup import Realtime
+from heddle.webhooks.dispatcher import WebhookDispatcher
 
 log = get_logger(__name__)
 
@@ -66,6 +68,8 @@ class Container:
     identify_charging: IdentifyCharging
     hosted_tools: HostedTools
     registry: ModelRegistry
+    run_events: RunEventLog  # the stored event log behind SSE; wakes streams and webhooks
+    webhooks: WebhookDispatcher | None  # None when HEDDLE_WEBHOOK_DISPATCHER is off
     engine: RunEngine
     executor: RunExecutor | None  # where `Effects.start` sends runs; None in a worker
     loop: asyncio.AbstractEventLoop
@@ -79,6 +83,8 @@ class Container:
             await self.retention_pruner.stop()
         if self.executor is not None:
             await self.executor.stop()
+        if self.webhooks is not None:
+            await self.webhooks.stop()
         await self.registry.aclose()
         await self.idempotency_pruner.stop()
         await self.request_log_pruner.stop()
@@ -137,7 +143,13 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     hosted = HostedTools(db, outbound, subject_tokens, to_micro(s.tool_call_price_credits))
     registry = ModelRegistry.from_json(s.model_classes)
     events = realtime.publisher
-    engine = RunEngine(db, s, registry, DefaultToolRunner(charging, request_log, hosted), lambda: events, metrics)
+    run_events = RunEventLog(db)
+    engine = RunEngine(db, s, registry, DefaultToolRunner(charging, request_log, hosted), lambda: events, metrics,
+                       run_events=run_events)
+    webhooks: WebhookDispatcher | None = None
+    if s.webhook_dispatcher:  # every process may run one: deliveries are claimed under a lease
+        webhooks = WebhookDispatcher(db, outbound, s)
+        run_events.listeners.append(webhooks.wake)  # a committed run change may owe one
     executor: RunExecutor | None = None
     if queue_mode:
         executor = QueueSubmitter() if role == "serve" else None
@@ -159,9 +171,12 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
         outbound=outbound, jwks=jwks,
         direct_auth=direct_auth,
         subject_tokens=subject_tokens, identify=identify, identify_charging=charging, hosted_tools=hosted,
-        registry=registry, engine=engine, executor=executor, loop=asyncio.get_running_loop())
+        registry=registry, run_events=run_events, webhooks=webhooks, engine=engine, executor=executor,
+        loop=asyncio.get_running_loop())
     if retention_pruner is not None:
         retention_pruner.start()
+    if webhooks is not None:
+        await webhooks.start()
     if executor is not None:
         await executor.start()
     log.info("heddle_started", role=role, database=db.engine.url.render_as_string(hide_password=True))

@@ -25,6 +25,7 @@ from heddle.db.base import Database
 from heddle.errors import HeddleError
 from heddle.loom.approvals import AWAITING_APPROVAL, initial_status
 from heddle.loom.control import advance_queue, hold_or_cancelled
+from heddle.loom.deltas import DeltaStream
 from heddle.loom.effects import Effects, EventSink
 from heddle.loom.history import build_conversation
 from heddle.loom.lease import Fence
@@ -32,6 +33,7 @@ from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
 from heddle.loom.providers.base import ModelProviderError, ModelResponse
 from heddle.loom.providers.registry import cost_micro
 from heddle.loom.queries import next_message_seq
+from heddle.loom.run_events import RunEventLog, stage
 from heddle.loom.serializers import message_dict
 from heddle.loom.service import render_run
 from heddle.loom.states import (
@@ -62,8 +64,9 @@ class RunFailure(Exception):
 
 class RunEngine:
     def __init__(self, db: Database, settings: Settings, registry, tools: ToolRunner,
-                 events: Callable[[], EventSink | None], metrics: Metrics):
+                 events: Callable[[], EventSink | None], metrics: Metrics, run_events: RunEventLog | None = None):
         self.db = db
+        self.run_events = run_events or RunEventLog(db)  # the stored event log behind SSE
         self.settings = settings
         self.registry = registry
         self.tools = tools
@@ -155,6 +158,8 @@ class RunEngine:
             conversation = await build_conversation(session, run, agent, history_tokens=model_class.history_tokens,
                                                     provider=model_class.provider, report=history)
             balance = await billing.balance_micro(session, run.workspace_id)
+            stream = DeltaStream(run.id, run.thread_id, sink=self.events() if await self._realtime_enabled(
+                session, run.workspace_id) else None, store=self.run_events)
         specs = tool_specs(agent)
         # A turn costs at most its input (estimated from characters) plus max_tokens of output.
         est_in = sum(len(m.content or "") for m in conversation) // 3 + 50
@@ -162,7 +167,7 @@ class RunEngine:
         if balance <= 0 or balance < worst:
             raise RunFailure("insufficient_credits", "The workspace balance cannot pay for the next model turn.")
         started = time.perf_counter()
-        call = asyncio.ensure_future(provider.complete(model_class, conversation, specs))
+        call = asyncio.ensure_future(provider.complete(model_class, conversation, specs, stream))
         self._model_calls[run.id] = call
         try:
             remaining = max(0.001, deadline - time.monotonic())
@@ -179,6 +184,7 @@ class RunEngine:
             raise RunFailure("model_error", str(exc)) from None
         finally:
             self._model_calls.pop(run.id, None)
+            await self.run_events.drain(run.id)  # the reply's deltas are stored before its message
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
         effects = Effects()
         async with self.db.transaction() as session:
@@ -206,7 +212,8 @@ class RunEngine:
                 for i, call in enumerate(response.tool_calls, start=1):
                     session.add(self._new_tool_call(run, agent, turn, seq + i, call))
             else:
-                await self._finish(session, run, fence, response.text or "", effects)
+                await self._finish(session, run, fence, response.text or "", effects, stream.message_id)
+            await stage(session, effects)
             realtime = await self._realtime_enabled(session, run.workspace_id) if effects.events else False
         await self._publish(effects, run.workspace_id, realtime)
         return bool(response.tool_calls)
@@ -228,8 +235,10 @@ class RunEngine:
             tc.interaction, tc.risk, tc.reliability = "auto", "low", "idempotent"
         return tc
 
-    async def _finish(self, session, run: Run, fence: Fence, text: str, effects: Effects) -> None:
-        message = Message(id=uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
+    async def _finish(self, session, run: Run, fence: Fence, text: str, effects: Effects,
+                      message_id: uuid.UUID | None = None) -> None:
+        # `message_id` is the one the reply's `message.delta` events announced.
+        message = Message(id=message_id or uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
                           seq=await next_message_seq(session, run.thread_id), role="assistant", content=text)
         session.add(message)
         await session.flush()
@@ -246,6 +255,7 @@ class RunEngine:
 
     async def _publish(self, effects: Effects, workspace_id: str, realtime_enabled: bool | None = None) -> None:
         """Send the events of a committed step (looking the workspace's realtime flag up if not given)."""
+        self.run_events.committed(effects)  # wake SSE streams and the webhook dispatcher
         if self.submitter is not None:  # the next queued run of the thread, if this step freed it
             for started in effects.submit:
                 self.submitter.submit(started)
@@ -330,6 +340,7 @@ class RunEngine:
             await transition(session, run, "ask_user", fence=fence.token, pending_question=question)
             effects.message_created(run.thread_id, message_dict(message))
             effects.run_updated(run.thread_id, await render_run(session, run))
+            await stage(session, effects)
         self.metrics.runs.labels("awaiting_input").inc()
         await self._publish(effects, run.workspace_id)
 
@@ -339,6 +350,7 @@ class RunEngine:
             run = await session.get(Run, fence.run_id)
             await transition(session, run, event, fence=fence.token)
             effects.run_updated(run.thread_id, await render_run(session, run))
+            await stage(session, effects)
         self.metrics.runs.labels("awaiting_input" if event == "await_approval" else "awaiting_outcome").inc()
         await self._publish(effects, run.workspace_id)
 
@@ -353,6 +365,7 @@ class RunEngine:
                                  error_message=message[:2000])
                 effects.run_updated(run.thread_id, await render_run(session, run))
                 await advance_queue(session, run.thread_id, effects)
+                await stage(session, effects)
         except HeddleError:
             return
         self.metrics.runs.labels("failed").inc()

@@ -21,7 +21,7 @@ from heddle.billing.models import LedgerEntry
 from heddle.errors import HeddleError
 from heddle.loom import queries as q
 from heddle.loom.effects import Effects, thread_channel
-from heddle.loom.models import Message, QueuedMessage, Run, Thread, ToolCall, Turn
+from heddle.loom.models import Message, QueuedMessage, Run, RunEvent, Thread, ToolCall, Turn
 from heddle.loom.states import TERMINAL
 from heddle.observability.models import RequestLogEntry
 from heddle.timeutil import iso
@@ -75,6 +75,8 @@ async def erase_threads(session, workspace_id: str, thread_ids: list[uuid.UUID],
                               .values(run_id=None).execution_options(synchronize_session=False))
         out.tool_calls = (await session.execute(delete(ToolCall).where(ToolCall.run_id.in_(run_ids)))).rowcount
         out.turns = (await session.execute(delete(Turn).where(Turn.run_id.in_(run_ids)))).rowcount
+        # The stored SSE log holds message text too (SQLite does not enforce its ON DELETE CASCADE).
+        await session.execute(delete(RunEvent).where(RunEvent.run_id.in_(run_ids)))
     await _redact_paths(session, workspace_id, [*thread_ids, *run_ids])
     await session.execute(delete(QueuedMessage).where(QueuedMessage.thread_id.in_(thread_ids)))
     out.messages = (await session.execute(delete(Message).where(Message.thread_id.in_(thread_ids)))).rowcount

@@ -176,3 +176,15 @@ class QueuedMessage(Base):
     message_id: Mapped[uuid.UUID] = mapped_column(Uuid)  # the id the 202 returned
     content: Mapped[str] = mapped_column(Text)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class RunEvent(Base):
+    """One event of a run as `GET /v1/loom/runs/{id}/events` sends it; `seq` is its SSE id."""
+
+    __tablename__ = "run_events"
+
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    event: Mapped[str] = mapped_column(String(40))  # run.updated | message.created | message.delta
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

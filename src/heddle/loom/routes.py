@@ -14,6 +14,7 @@ from heddle.idempotency.http import OPENAPI as IDEMPOTENCY_HEADER
 from heddle.idempotency.http import commit_response, idempotent
 from heddle.loom import service
 from heddle.loom.effects import Effects
+from heddle.loom.run_events import stage
 from heddle.loom.schemas import CreateThread, PostMessage, PostOutcome
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
@@ -27,6 +28,7 @@ def _apply_after_response(request: Request, auth: AuthContext, effects: Effects,
     """Events and run starts go out after the response is sent, so the 202 never waits for
     the engine's first steps (they share this event loop). The commit has happened already."""
     svc = services(request)
+    svc.run_events.committed(effects)  # wake SSE streams and the webhook dispatcher
     background.add_task(effects.apply, svc.events, svc.executor, auth.workspace.realtime_enabled)
 
 
@@ -62,6 +64,7 @@ async def post_message(thread_id: str, body: PostMessage, request: Request, back
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await service.post_message(session, auth, thread_id, body.content, effects, body.if_busy)
+        await stage(session, effects)
         response = await commit_response(session, request, ok(data, status_code=202))
     _apply_after_response(request, auth, effects, background)
     return response
@@ -96,6 +99,7 @@ async def post_outcome(run_id: str, body: PostOutcome, request: Request, backgro
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)
+        await stage(session, effects)
         response = await commit_response(session, request, ok(data))
     _apply_after_response(request, auth, effects, background)
     return response

@@ -7,7 +7,10 @@ from fastapi import APIRouter, BackgroundTasks, Request
 from heddle.api.deps import loom_session, services
 from heddle.api.envelope import error_responses, ok
 from heddle.loom import approvals, control, erasure
+from heddle.idempotency.http import OPENAPI as IDEMPOTENCY_HEADER
+from heddle.idempotency.http import commit_response, idempotent
 from heddle.loom.effects import Effects
+from heddle.loom.run_events import stage
 from heddle.loom.routes import AUTH_ERRORS, _apply_after_response
 from heddle.loom.schemas import PostApproval
 
@@ -15,14 +18,17 @@ router = APIRouter(prefix="/v1/loom", tags=["loom"])
 
 
 @router.post("/runs/{run_id}/cancel", summary="Cancel a run (idempotent)",
-             responses=error_responses(*AUTH_ERRORS, "not_found", "run_terminal"))
+             responses=error_responses(*AUTH_ERRORS, "not_found", "run_terminal", "idempotency_key_reused"),
+             openapi_extra=IDEMPOTENCY_HEADER)
+@idempotent
 async def cancel_run(run_id: str, request: Request, background: BackgroundTasks):
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await control.cancel_run(session, auth, run_id, effects)
-        await session.commit()
+        await stage(session, effects)  # the SSE log and the run.failed webhook commit with the cancel
+        response = await commit_response(session, request, ok(data))
     _apply_after_response(request, auth, effects, background)
-    return ok(data)
+    return response
 
 
 @router.post("/runs/{run_id}/approval", summary="Approve or decline a tool call the run asks about",
@@ -31,6 +37,7 @@ async def post_approval(run_id: str, body: PostApproval, request: Request, backg
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await approvals.answer(session, auth, run_id, body.tool_call_id, body.approved, body.reason, effects)
+        await stage(session, effects)
         await session.commit()
     _apply_after_response(request, auth, effects, background)
     return ok(data)
