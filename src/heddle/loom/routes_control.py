@@ -6,12 +6,12 @@ from fastapi import APIRouter, BackgroundTasks, Request
 
 from heddle.api.deps import loom_session, services
 from heddle.api.envelope import error_responses, ok
-from heddle.loom import approvals, control, erasure
 from heddle.idempotency.http import OPENAPI as IDEMPOTENCY_HEADER
 from heddle.idempotency.http import commit_response, idempotent
+from heddle.loom import approvals, control, erasure
 from heddle.loom.effects import Effects
-from heddle.loom.run_events import stage
 from heddle.loom.routes import AUTH_ERRORS, _apply_after_response
+from heddle.loom.run_events import stage
 from heddle.loom.schemas import PostApproval
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
