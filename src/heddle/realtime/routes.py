@@ -6,25 +6,23 @@ import json
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.api.deps import db_session, loom_auth, services
-from heddle.api.envelope import error_responses, ok
+from heddle.api.operations import LOOM, operation, raw_request_body
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
 from heddle.loom.queries import visible_thread
+from heddle.realtime.schemas import ChannelAuthEnvelope, RealtimeAuthRequest, RealtimeConfig
 from heddle.realtime.signing import channel_auth, is_valid_socket_id, parse_thread_channel
 
 router = APIRouter(prefix="/v1/loom/realtime", tags=["realtime"])
-AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "subject_header_with_token",
-               "invalid_subject")
 
 
 @router.get("/config", summary="Public realtime settings for the client (never a secret)",
-            responses=error_responses(*AUTH_ERRORS))
+            **operation(RealtimeConfig, auth=LOOM, headers=("Service-Subject",)))
 async def realtime_config(request: Request, auth: AuthContext = Depends(loom_auth)):
-    return ok(services(request).realtime.public_config(auth.workspace.realtime_enabled))
+    return {"status": "success", "data": services(request).realtime.public_config(auth.workspace.realtime_enabled)}
 
 
 async def _auth_body(request: Request) -> tuple[str, str]:
@@ -56,7 +54,10 @@ async def _auth_body(request: Request) -> tuple[str, str]:
              description=("JSON or form-encoded (as pusher-js sends it) `socket_id` and `channel_name`. "
                           "The answer carries `auth` in `data` and, so that pusher-js's default authorizer "
                           "reads it, also at the top level."),
-             responses=error_responses(*AUTH_ERRORS, "subject_required", "forbidden", "realtime_disabled"))
+             **operation(None, envelope=ChannelAuthEnvelope, auth=LOOM, headers=("Service-Subject",), body=True,
+                         errors=("subject_required", "forbidden", "realtime_disabled"),
+                         request_body=raw_request_body(RealtimeAuthRequest, "application/x-www-form-urlencoded",
+                                                       "application/json")))
 async def realtime_auth(request: Request, auth: AuthContext = Depends(loom_auth),
                         session: AsyncSession = Depends(db_session)):
     auth.require_subject()
@@ -69,4 +70,4 @@ async def realtime_auth(request: Request, auth: AuthContext = Depends(loom_auth)
     except HeddleError:
         raise HeddleError("forbidden", "This caller's subject does not own that thread.") from None
     signature = channel_auth(svc.realtime.key, svc.realtime.secret, socket_id, channel)
-    return JSONResponse({"status": "success", "data": {"auth": signature}, "auth": signature})
+    return {"status": "success", "data": {"auth": signature}, "auth": signature}
