@@ -129,3 +129,14 @@ def _rename_generics(doc: dict[str, Any]) -> dict[str, Any]:
     doc = walk(doc)
     doc["components"]["schemas"] = {renames.get(k, k): v for k, v in doc["components"]["schemas"].items()}
     return doc
+
+
+def document_json() -> str:
+    """The OpenAPI document as the server serves it (for clients/js/openapi.json)."""
+    import json
+
+    from heddle.app import create_app
+    from heddle.config import Settings
+
+    app = create_app(Settings(database_url="sqlite+aiosqlite:///:memory:", log_level="WARNING"))
+    return json.dumps(app.openapi(), indent=2, ensure_ascii=False) + "\n"
