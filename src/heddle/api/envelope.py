@@ -111,6 +111,10 @@ def error_responses(*codes: str) -> dict[int | str, dict[str, Any]]:
         status: {
             "model": ErrorEnvelope,
             "description": "Error codes: " + ", ".join(f"`{c}`" for c in sorted(set(cs))),
+            "content": {"application/json": {"examples": {
+                c: {"summary": ERROR_CODES[c].description,
+                    "value": {"status": "error", "error": {"code": c, "message": ERROR_CODES[c].description}}}
+                for c in sorted(set(cs))}}},
         }
         for status, cs in sorted(by_status.items())
     }

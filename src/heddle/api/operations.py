@@ -15,12 +15,17 @@ The handler returns the envelope as a dict (or model); FastAPI validates it agai
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
+from fastapi import Path
 from pydantic import BaseModel
 
 from heddle.api.envelope import Envelope, error_responses
 from heddle.errors import ERROR_CODES
+
+# A path id: documented as a UUID, taken as a string so that a malformed id is a plain 404
+# (`not_found`), exactly like an unknown one, rather than a validation error.
+UUIDPath = Annotated[str, Path(json_schema_extra={"format": "uuid"})]
 
 # Security requirements (the schemes themselves are in heddle.api.openapi).
 WORKSPACE_KEY: list[dict[str, list[str]]] = [{"workspaceKey": []}]

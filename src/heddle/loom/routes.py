@@ -8,7 +8,7 @@ from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
 
 from heddle.api.deps import loom_session, services
 from heddle.api.envelope import Page
-from heddle.api.operations import LOOM, operation
+from heddle.api.operations import LOOM, UUIDPath, operation
 from heddle.auth.context import AuthContext, validate_subject
 from heddle.loom import service
 from heddle.loom.effects import Effects
@@ -66,7 +66,7 @@ async def list_threads(agent: str | None = Query(None, max_length=80), limit: in
                          headers=(*SUBJECT, "Service-Connection", "Idempotency-Key"),
                          errors=("subject_required", "not_found", "run_active", "connection_required",
                                  "connection_not_found")))
-async def post_message(thread_id: str, body: PostMessage, request: Request, background: BackgroundTasks):
+async def post_message(thread_id: UUIDPath, body: PostMessage, request: Request, background: BackgroundTasks):
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await service.post_message(session, auth, thread_id, body.content, effects)
@@ -77,7 +77,7 @@ async def post_message(thread_id: str, body: PostMessage, request: Request, back
 
 @router.get("/threads/{thread_id}/messages", summary="A thread's messages, oldest first",
             **operation(Page[Message], auth=LOOM, headers=SUBJECT, errors=("subject_required", "not_found")))
-async def list_messages(thread_id: str, limit: int = Query(50, ge=1, le=200),
+async def list_messages(thread_id: UUIDPath, limit: int = Query(50, ge=1, le=200),
                         after: str | None = Query(None, max_length=500), *, request: Request):
     async with loom_session(request) as (auth, session):
         return {"status": "success",
@@ -85,14 +85,14 @@ async def list_messages(thread_id: str, limit: int = Query(50, ge=1, le=200),
 
 
 @router.get("/runs/{run_id}", summary="A run", **operation(Run, auth=LOOM, headers=SUBJECT, errors=("not_found",)))
-async def get_run(run_id: str, request: Request):
+async def get_run(run_id: UUIDPath, request: Request):
     async with loom_session(request) as (auth, session):
         return {"status": "success", "data": await service.get_run(session, auth, run_id)}
 
 
 @router.get("/runs/{run_id}/trace", summary="A run with its turns, tool calls and attributed API calls",
             **operation(Trace, auth=LOOM, headers=SUBJECT, errors=("not_found",)))
-async def get_trace(run_id: str, request: Request):
+async def get_trace(run_id: UUIDPath, request: Request):
     async with loom_session(request) as (auth, session):
         return {"status": "success", "data": await service.get_trace(session, auth, run_id)}
 
@@ -100,7 +100,7 @@ async def get_trace(run_id: str, request: Request):
 @router.post("/runs/{run_id}/outcome", summary="Confirm the outcome of a tool call the run awaits",
              **operation(Run, auth=LOOM, headers=(*SUBJECT, "Idempotency-Key"), body=True,
                          errors=("not_found", "run_not_awaiting_outcome")))
-async def post_outcome(run_id: str, body: PostOutcome, request: Request, background: BackgroundTasks):
+async def post_outcome(run_id: UUIDPath, body: PostOutcome, request: Request, background: BackgroundTasks):
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)
