@@ -139,3 +139,21 @@ def test_options_and_405_name_every_method(http, tenant):
     r = http.delete("/v1/identify", headers=tenant.headers())
     assert r.status_code == 405 and r.headers["allow"] == "OPTIONS, POST"
     assert http.options("/v1/nothing-here").status_code == 404
+
+
+def test_error_bodies_match_the_error_envelope_model(http, tenant):
+    from heddle.api.envelope import ErrorEnvelope
+
+    answers = [
+        http.get("/v1/workspace"),                                                   # 401
+        http.get("/v1/nothing", headers=tenant.headers()),                           # 404 route
+        http.put("/v1/identify", headers=tenant.headers()),                          # 405
+        http.post("/v1/identify", json={"identifier": ""}, headers=tenant.headers()),  # 400 fields
+        http.post("/v1/identify", content=b"x", headers={**tenant.headers(), "Content-Type": "text/plain"}),
+        http.get(f"/v1/loom/runs/{'0' * 8}-0000-0000-0000-{'0' * 12}", headers=tenant.headers()),
+    ]
+    assert [r.status_code for r in answers] == [401, 404, 405, 400, 415, 404]
+    for r in answers:
+        body = ErrorEnvelope.model_validate(r.json())
+        assert body.error.code and body.error.message and r.headers["request-id"]
+    assert ErrorEnvelope.model_validate(answers[3].json()).error.details[0]["field"] == "identifier"
