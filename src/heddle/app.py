@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from heddle import API_VERSION
 from heddle.api.cors import CorsMiddleware
+from heddle.api.docs_ui import install_docs
 from heddle.api.errors import install_error_handlers
 from heddle.api.middleware import RequestContextMiddleware
 from heddle.api.openapi import install_openapi
@@ -43,7 +44,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     svc = AppServices(settings)
     app = FastAPI(
         title="Heddle", version=API_VERSION, description=DESCRIPTION, lifespan=svc.lifespan,
-        docs_url="/docs", redoc_url="/redoc", openapi_url="/openapi.json",
+        # /docs and /redoc come from packaged assets (heddle.api.docs_ui), not a CDN.
+        docs_url=None, redoc_url=None, openapi_url="/openapi.json",
+        # operationId = the handler's name (`get_run`), so generated clients read naturally.
+        generate_unique_id_function=lambda route: route.name,
         # Heddle exports Prometheus metrics and structlog logs itself; FastAPI's native
         # OpenTelemetry hooks would only look up global providers on every request.
         telemetry={"tracing": False, "metrics": False, "logs": False},
@@ -71,4 +75,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(build_realtime_router(
             svc.realtime.hub, app_key=svc.realtime.key, app_secret=svc.realtime.secret))
     install_openapi(app)
+    install_docs(app)
     return app
