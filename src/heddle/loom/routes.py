@@ -19,10 +19,15 @@ AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "s
                "invalid_subject")
 
 
-def _apply_after_response(request: Request, auth: AuthContext, effects: Effects, background: BackgroundTasks):
+async def _apply_after_response(request: Request, auth: AuthContext, effects: Effects, background: BackgroundTasks):
     """Events and run starts go out after the response is sent, so the 202 never waits for
     the engine's first steps (they share this event loop). The commit has happened already."""
     svc = services(request)
+    if svc.settings.executor == "queue":
+        # A worker may take the run up the moment the commit is visible: publish this request's
+        # events before answering, so they reach the bus ahead of the worker's first ones.
+        await effects.apply(svc.events, svc.executor, auth.workspace.realtime_enabled)
+        return
     background.add_task(effects.apply, svc.events, svc.executor, auth.workspace.realtime_enabled)
 
 
@@ -56,7 +61,7 @@ async def post_message(thread_id: str, body: PostMessage, request: Request, back
     async with loom_session(request, write=True) as (auth, session):
         data = await service.post_message(session, auth, thread_id, body.content, effects)
         await session.commit()
-    _apply_after_response(request, auth, effects, background)
+    await _apply_after_response(request, auth, effects, background)
     return ok(data, status_code=202)
 
 
@@ -88,5 +93,5 @@ async def post_outcome(run_id: str, body: PostOutcome, request: Request, backgro
     async with loom_session(request, write=True) as (auth, session):
         data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)
         await session.commit()
-    _apply_after_response(request, auth, effects, background)
+    await _apply_after_response(request, auth, effects, background)
     return ok(data)
