@@ -7,6 +7,7 @@ import typer
 from heddle.cli.control import agent_app, connection_app, credits_app, key_app, workspace_app
 from heddle.cli.demo import demo
 from heddle.cli.output import DatabaseUrl, JsonFlag, emit, run_db
+from heddle.cli.up import up
 from heddle.identify.cli import app as identify_app
 
 app = typer.Typer(help="Heddle: Identify and Loom, self-hosted.", no_args_is_help=True,
@@ -17,6 +18,7 @@ app.add_typer(connection_app, name="connection")
 app.add_typer(agent_app, name="agent")
 app.add_typer(credits_app, name="credits")
 app.command("demo")(demo)
+app.command("up")(up)
 app.add_typer(identify_app, name="identify", help="Identify directories: import official files, show coverage.")
 
 
