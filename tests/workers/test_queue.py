@@ -13,7 +13,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from scale.procs import start
+from workers.procs import start
 from support.loom import open_thread, post, wait_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
