@@ -13,8 +13,8 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from workers.procs import start
 from support.loom import open_thread, post, wait_run
+from workers.procs import start
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 

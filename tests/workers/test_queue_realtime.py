@@ -8,8 +8,8 @@ import pytest
 
 from direct.direct_testkit import make_signing_key
 from realtime.test_app_pusher_js import NodeClient, token
-from workers.procs import start
 from support.loom import SCRIPTED_AGENT, open_thread, post, wait_run
+from workers.procs import start
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.node]
 
