@@ -237,7 +237,10 @@ def main() -> None:
     args = parser.parse_args()
     results = []
     for n in (int(x) for x in args.workers.split(",")):
-        results += queue_mode(n, runs=args.runs, threads=args.threads, worker_concurrency=args.worker_concurrency)
+        rows = queue_mode(n, runs=args.runs, threads=args.threads, worker_concurrency=args.worker_concurrency)
+        results += rows
+        for r in rows:  # as they come: a long run that is interrupted still leaves its figures
+            print(json.dumps(r), file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps({"benchmark": "scale", "results": results}))
         return
