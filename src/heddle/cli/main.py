@@ -7,6 +7,7 @@ import typer
 from heddle.cli.control import agent_app, connection_app, credits_app, key_app, workspace_app
 from heddle.cli.demo import demo
 from heddle.cli.output import DatabaseUrl, JsonFlag, emit, run_db
+from heddle.cli.up import up
 from heddle.cli.webhooks import webhook_app
 from heddle.identify.cli import app as identify_app
 
@@ -19,6 +20,7 @@ app.add_typer(agent_app, name="agent")
 app.add_typer(credits_app, name="credits")
 app.add_typer(webhook_app, name="webhook")
 app.command("demo")(demo)
+app.command("up")(up)
 app.add_typer(identify_app, name="identify", help="Identify directories: import official files, show coverage.")
 
 
@@ -42,6 +44,7 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
 
     from heddle.app import create_app
     from heddle.config import Settings
+    from heddle.db import sqlite_owner
     from heddle.serving import uvicorn_options
 
     overrides: dict = {}
@@ -55,6 +58,11 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
         overrides.update(dev=True, log_json=False)
     settings = Settings(**overrides)
     _check_or_exit(settings, "serve")
+    try:  # held until the process exits; refused in one clear line rather than a start-up traceback
+        sqlite_owner.hold(settings.database_url)
+    except sqlite_owner.DatabaseInUse as exc:
+        typer.echo(f"heddle serve: {exc}", err=True)
+        raise typer.Exit(1) from None
     uvicorn.run(create_app(settings), **uvicorn_options(settings))
 
 

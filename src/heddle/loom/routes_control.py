@@ -27,7 +27,7 @@ async def cancel_run(run_id: UUIDPath, request: Request, background: BackgroundT
         data = await control.cancel_run(session, auth, run_id, effects)
         await stage(session, effects)  # the SSE log and the run.failed webhook commit with the cancel
         response = await commit_response(session, request, ok(data))
-    _apply_after_response(request, auth, effects, background)
+    await _apply_after_response(request, auth, effects, background)
     return response
 
 
@@ -40,7 +40,7 @@ async def post_approval(run_id: UUIDPath, body: PostApproval, request: Request, 
         data = await approvals.answer(session, auth, run_id, body.tool_call_id, body.approved, body.reason, effects)
         await stage(session, effects)
         await session.commit()
-    _apply_after_response(request, auth, effects, background)
+    await _apply_after_response(request, auth, effects, background)
     return ok(data)
 
 
@@ -59,7 +59,7 @@ async def delete_thread(thread_id: UUIDPath, request: Request, background: Backg
         data = await erasure.delete_thread(session, auth, thread_id, effects)
         await session.commit()
     request.state.log_path = f"/v1/loom/threads/{erasure.ERASED}"  # the request log keeps no erased id
-    _apply_after_response(request, auth, effects, background)
+    await _apply_after_response(request, auth, effects, background)
     return ok(data)
 
 
@@ -72,5 +72,5 @@ async def delete_subject(subject: str, request: Request, background: BackgroundT
         data = await erasure.delete_subject(session, auth, subject, effects)
         await session.commit()
     services(request).subject_tokens.invalidate(auth.workspace_id, data["subject"])
-    _apply_after_response(request, auth, effects, background)
+    await _apply_after_response(request, auth, effects, background)
     return ok(data)
