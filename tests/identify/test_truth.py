@@ -96,3 +96,8 @@ async def test_institution_type_is_the_same_through_swift_and_iban(lookup):
 async def test_account_number_is_echoed_as_sent(lookup, body, sent):
     data = await lookup(**body)
     assert data["account"]["number"] == sent
+
+
+async def test_ghl_bank_is_known(lookup):
+    data = await lookup(identifier="300362", rail="gh_bank")
+    assert data["result"] == "identified" and data["institution"]["name"] == "GHL Bank Limited"
