@@ -79,6 +79,9 @@ async def test_kosovo_bics_are_valid(lookup, bic):
     data = await lookup(identifier=bic)
     assert data["rail"] == "swift" and data["country"] == "XK"
     assert data["result"] in ("identified", "not_found")
+    # XK is also accepted as the `country` hint.
+    hinted = await lookup(identifier=bic, country="xk")
+    assert hinted["rail"] == "swift" and hinted["country"] == "XK"
 
 
 async def test_institution_type_is_the_same_through_swift_and_iban(lookup):
