@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from heddle.errors import HeddleError
 
 ALLOW_METHODS = "GET, POST, OPTIONS"
-ALLOW_HEADERS = "Authorization, Content-Type, Service-Run, Request-Id"
+ALLOW_HEADERS = "Authorization, Content-Type, Service-Run, Request-Id, Idempotency-Key"
 EXPOSE_HEADERS = "Request-Id"
 MAX_AGE = "600"
 

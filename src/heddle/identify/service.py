@@ -18,8 +18,8 @@ from heddle.identify.rails import HANDLERS, LookupContext, RailOutcome
 from heddle.identify.schemas import (
     NAME_RESOLUTION_RAILS,
     AccountInfo,
+    Identification,
     IdentifyRequest,
-    IdentifyResult,
     NameResolutionStatus,
     ResultKind,
 )
@@ -38,7 +38,7 @@ class IdentifyService:
         self._db = db
         self._refresh_interval_s = refresh_interval_s
 
-    async def identify(self, request: IdentifyRequest) -> IdentifyResult:
+    async def identify(self, request: IdentifyRequest) -> Identification:
         """Resolve `request.identifier`; raises HeddleError `invalid_identifier` or
         `ambiguous_identifier` (neither is billed)."""
         raw = request.identifier
@@ -51,7 +51,7 @@ class IdentifyService:
         outcome = self._lookup(raw, request, now)
         account = await self._account(outcome, request.account_number, request.account_number_sent)
         identified = outcome.result is ResultKind.IDENTIFIED
-        return IdentifyResult(
+        return Identification(
             result=outcome.result, rail=outcome.rail, country=outcome.country,
             institution=outcome.institution if identified else None,
             reachable_rails=outcome.reachable_rails if identified else (),

@@ -7,28 +7,25 @@ from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from heddle.api.deps import db_session, loom_auth, services
-from heddle.api.envelope import error_responses, ok
+from heddle.api.deps import loom_auth, loom_session, services
+from heddle.api.operations import LOOM, operation, raw_request_body
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
 from heddle.loom.queries import visible_thread
+from heddle.realtime.schemas import ChannelAuthEnvelope, RealtimeAuthRequest, RealtimeConfig
 from heddle.realtime.signing import channel_auth, is_valid_socket_id, parse_thread_channel
 
 router = APIRouter(prefix="/v1/loom/realtime", tags=["realtime"])
-AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "subject_header_with_token",
-               "invalid_subject")
 
 
 @router.get("/config", summary="Public realtime settings for the client (never a secret)",
-            responses=error_responses(*AUTH_ERRORS))
+            **operation(RealtimeConfig, auth=LOOM, headers=("Service-Subject",)))
 async def realtime_config(request: Request, auth: AuthContext = Depends(loom_auth)):
-    return ok(services(request).realtime.public_config(auth.workspace.realtime_enabled))
+    return {"status": "success", "data": services(request).realtime.public_config(auth.workspace.realtime_enabled)}
 
 
-async def _auth_body(request: Request) -> tuple[str, str]:
-    raw = await request.body()
+def _auth_body(request: Request, raw: bytes) -> tuple[str, str]:
     ctype = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
     try:
         if ctype == "application/x-www-form-urlencoded":
@@ -56,17 +53,24 @@ async def _auth_body(request: Request) -> tuple[str, str]:
              description=("JSON or form-encoded (as pusher-js sends it) `socket_id` and `channel_name`. "
                           "The answer carries `auth` in `data` and, so that pusher-js's default authorizer "
                           "reads it, also at the top level."),
-             responses=error_responses(*AUTH_ERRORS, "subject_required", "forbidden", "realtime_disabled"))
-async def realtime_auth(request: Request, auth: AuthContext = Depends(loom_auth),
-                        session: AsyncSession = Depends(db_session)):
-    auth.require_subject()
-    socket_id, channel = await _auth_body(request)
-    svc = services(request)
-    if not svc.realtime.enabled(auth.workspace.realtime_enabled):
-        raise HeddleError("realtime_disabled")
-    try:
-        await visible_thread(session, auth, str(parse_thread_channel(channel)))
-    except HeddleError:
-        raise HeddleError("forbidden", "This caller's subject does not own that thread.") from None
+             **operation(None, envelope=ChannelAuthEnvelope, auth=LOOM, headers=("Service-Subject",), body=True,
+                         errors=("subject_required", "forbidden", "realtime_disabled"),
+                         request_body=raw_request_body(RealtimeAuthRequest, "application/x-www-form-urlencoded",
+                                                       "application/json")))
+async def realtime_auth(request: Request):
+    # The whole body before any database session: a client that sends half a body must not
+    # hold a pooled connection while it waits (the middleware has buffered it already; this
+    # keeps the order right even without it). Authentication errors still come first.
+    raw = await request.body()
+    async with loom_session(request) as (auth, session):
+        auth.require_subject()
+        socket_id, channel = _auth_body(request, raw)
+        svc = services(request)
+        if not svc.realtime.enabled(auth.workspace.realtime_enabled):
+            raise HeddleError("realtime_disabled")
+        try:
+            await visible_thread(session, auth, str(parse_thread_channel(channel)))
+        except HeddleError:
+            raise HeddleError("forbidden", "This caller's subject does not own that thread.") from None
     signature = channel_auth(svc.realtime.key, svc.realtime.secret, socket_id, channel)
     return JSONResponse({"status": "success", "data": {"auth": signature}, "auth": signature})
