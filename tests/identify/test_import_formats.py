@@ -167,3 +167,17 @@ def test_eiscd_bad_rows(tmp_path, db_url, row, fragment):
     out = json.loads(result.stdout)
     assert out["error"]["code"] == "too_many_bad_rows"
     assert fragment in out["error"]["details"]["examples"][0]["message"]
+
+
+async def test_imported_rbi_row_of_a_leased_looking_code_is_not_billed_as_the_sponsor(
+        tmp_path, db_url, lookup_in):
+    # The RBI list files sub-member codes under the sponsor: HDFC0CADRSH is listed as HDFC
+    # Bank's, but HDFC leases lettered codes like it and no sub-member list names its holder.
+    path = tmp_path / "rbi.csv"
+    path.write_text("BANK,IFSC,BRANCH,CITY1\nHDFC BANK,HDFC0CADRSH,ADARSH CO-OP BANK,MUMBAI\n"
+                    "HDFC BANK,HDFC0000001,SANDOZ HOUSE,MUMBAI\n")
+    await load(path, "ifsc-csv", db_url)
+    leased = await lookup_in(identifier="HDFC0CADRSH")
+    assert leased["result"] == "not_found" and "ADARSH CO-OP BANK" in leased["detail"]
+    own = await lookup_in(identifier="HDFC0000001")
+    assert own["result"] == "identified" and own["institution"]["address"]["city"] == "MUMBAI"

@@ -49,9 +49,14 @@ _ACCOUNT_SEPARATORS = re.compile(r"[\s\-]+")
 _ACCOUNT_CHARS = re.compile(r"[A-Z0-9]{1,34}", re.ASCII)
 
 
+# User-assigned codes that banking uses as countries: XK (Kosovo) in BICs and IBANs.
+BANKING_COUNTRIES = frozenset({"XK"})
+
+
 def is_country(code: str) -> bool:
-    """True for an ISO 3166-1 alpha-2 code (uppercase)."""
-    return len(code) == 2 and code.isascii() and pycountry.countries.get(alpha_2=code) is not None
+    """True for an ISO 3166-1 alpha-2 code (uppercase), or XK (Kosovo) as banking uses it."""
+    return len(code) == 2 and code.isascii() and (
+        code in BANKING_COUNTRIES or pycountry.countries.get(alpha_2=code) is not None)
 
 
 class IdentifyRequest(BaseModel):
