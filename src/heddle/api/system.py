@@ -15,6 +15,12 @@ from heddle.errors import HeddleError
 router = APIRouter(tags=["operations"])
 
 
+@router.get("/", summary="Where to start: the API reference and the OpenAPI document", include_in_schema=False)
+async def root():
+    return ok({"name": "Heddle", "version": __version__, "docs": "/docs", "redoc": "/redoc",
+               "openapi": "/openapi.json", "api": "/v1", "health": "/healthz"})
+
+
 @router.get("/healthz", summary="Liveness: the process is up")
 async def healthz():
     return ok({"ok": True, "version": __version__})
