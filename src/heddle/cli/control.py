@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from heddle.billing import service as billing
+from heddle.cli.config_errors import exit_with, is_settings_error, settings_problem
 from heddle.cli.database import DatabaseMissing
 from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, fail, run_db
 from heddle.config import get_settings
@@ -36,6 +37,8 @@ def _guard(as_json: bool, call):
     except ws_service.NotFound as exc:
         fail(str(exc).strip("'\""), as_json, code="not_found")
     except _EXPECTED as exc:
+        if is_settings_error(exc):  # a bad HEDDLE_* value, not a bad argument
+            exit_with(settings_problem(exc))
         fail(str(exc).strip("'\""), as_json)
 
 
