@@ -71,7 +71,7 @@ def _serve(port: int, db_url: str, model_port: int) -> subprocess.Popen:
                "api_key": "test-key", "max_retries": 0, "timeout": 120}})}
     proc = subprocess.Popen([sys.executable, "-m", "heddle", "serve", "--port", str(port), "--dev"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
