@@ -20,6 +20,7 @@ BENCHES = [
     ("streaming.py", ["--messages", "30"]),
     ("direct_vs_relay.py", ["--requests", "2000"]),
     ("typed_responses.py", []),
+    ("abuse.py", ["--rounds", "20"]),
 ]
 
 
