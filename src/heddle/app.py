@@ -47,7 +47,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.services = svc
     install_error_handlers(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes,
-                       metrics=svc.metrics, request_log=lambda: svc.request_log)
+                       metrics=svc.metrics, request_log=lambda: svc.request_log,
+                       max_header_bytes=settings.max_header_bytes, max_header_count=settings.max_header_count,
+                       max_json_depth=settings.max_json_depth, body_timeout=settings.body_timeout,
+                       access_log=settings.access_log)
     async def origin_allowed(origin: str) -> bool:
         async with svc.database().session() as session:
             return await origin_allowed_anywhere(session, origin)

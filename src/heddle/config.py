@@ -25,6 +25,15 @@ class Settings(BaseSettings):
     log_json: bool = True
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     migrate_on_start: bool = True
+    access_log: bool = True  # one log line per request (method, route, status, ms, request id)
+
+    # --- request limits (heddle/api/limits.py) ---
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024)  # all headers together: 431 beyond
+    max_header_count: int = Field(default=100, ge=8)
+    max_json_depth: int = Field(default=64, ge=2)
+    body_timeout: float = Field(default=30.0, gt=0)  # a body not fully sent by then: 408
+    request_log_retention_days: float = Field(default=30.0, gt=0)
+    request_log_prune_interval: float = Field(default=3600.0, gt=0)
 
     # --- safe retries (Idempotency-Key) ---
     idempotency_ttl_hours: float = Field(default=24.0, gt=0)
@@ -52,6 +61,10 @@ class Settings(BaseSettings):
     run_max_turns: int = Field(default=16, ge=1)
     run_max_seconds: float = Field(default=300.0, gt=0)
     run_concurrency: int = Field(default=64, ge=1)
+    # How long an executor holds a run without renewing (it renews every third of it), and how
+    # often a process looks for runs whose holder's lease expired (heddle/loom/lease.py).
+    run_lease_seconds: float = Field(default=30.0, ge=0.5)
+    run_sweep_seconds: float = Field(default=10.0, ge=0.1)
     tool_call_price_credits: float = Field(default=0.0, ge=0)
 
     # --- realtime ---
@@ -76,6 +89,8 @@ class Settings(BaseSettings):
     # --- direct mode (JWKS) ---
     jwks_cache_ttl: float = Field(default=300.0, gt=0)
     jwks_refresh_min_interval: float = Field(default=30.0, ge=0)
+    # A whole JWKS fetch; only that workspace's token checks wait for it (per-URI single-flight).
+    jwks_fetch_timeout: float = Field(default=5.0, gt=0)
     session_token_cache_size: int = Field(default=10_000, ge=0)  # verified tokens remembered; 0 = off
 
     # --- Identify holder-name resolution providers (unset = `unavailable`) ---

@@ -17,6 +17,7 @@ from heddle.db.migrate import upgrade
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.observability.request_log import RequestLogWriter
+from heddle.observability.retention import RequestLogPruner
 
 log = get_logger(__name__)
 
@@ -27,6 +28,7 @@ class Services:
         self.metrics = Metrics()
         self.db: Database | None = None
         self.request_log: RequestLogWriter | None = None
+        self.request_log_pruner: RequestLogPruner | None = None
         self.started = False
         self.registry = None  # model classes (heddle.loom.providers.registry)
         self.engine = None
@@ -59,6 +61,10 @@ class Services:
             await upgrade(self.settings.database_url, engine=self.db.engine)
         self.request_log = RequestLogWriter(self.db, self.metrics)
         await self.request_log.start()
+        self.request_log_pruner = RequestLogPruner(
+            self.db, retention_days=self.settings.request_log_retention_days,
+            interval=self.settings.request_log_prune_interval)
+        await self.request_log_pruner.start()
         self._start_outbound()
         self._start_identify()
         await self._start_loom()
@@ -78,7 +84,8 @@ class Services:
         self.outbound = build_outbound_client(
             allow_private=s.allow_private_outbound, connect_timeout=s.outbound_connect_timeout,
             timeout=s.outbound_timeout, max_response_bytes=s.outbound_max_response_bytes)
-        self.jwks = JwksCache(self.outbound, ttl=s.jwks_cache_ttl, min_refresh_interval=s.jwks_refresh_min_interval)
+        self.jwks = JwksCache(self.outbound, ttl=s.jwks_cache_ttl, min_refresh_interval=s.jwks_refresh_min_interval,
+                              fetch_timeout=s.jwks_fetch_timeout)
         self.direct_auth = DirectAuthenticator(self.db, SessionTokenVerifier(
             None, self.jwks, verified_cache_size=s.session_token_cache_size))
         self.subject_tokens = SubjectTokenCache()
@@ -107,6 +114,8 @@ class Services:
                                 lambda: self.events, self.metrics)
         self.executor = InProcessExecutor(self.db, self.engine, self.metrics,
                                           concurrency=self.settings.run_concurrency,
+                                          lease_seconds=self.settings.run_lease_seconds,
+                                          sweep_interval=self.settings.run_sweep_seconds,
                                           reclaim_all_on_start=self.db.is_sqlite)
         await self.executor.start()
 
@@ -124,6 +133,8 @@ class Services:
         if self.outbound is not None:
             await self.jwks.aclose()
             await self.outbound.aclose()
+        if self.request_log_pruner:
+            await self.request_log_pruner.stop()
         if self.request_log:
             await self.request_log.stop()
         if self.db:

@@ -13,6 +13,7 @@ import uvicorn
 
 from heddle.app import create_app
 from heddle.config import Settings
+from heddle.serving import uvicorn_options
 from support.net import free_port
 
 T = TypeVar("T")
@@ -31,8 +32,9 @@ class LiveServer:
         self.settings = Settings(host="127.0.0.1", port=self.port, **settings)
         self.app = create_app(self.settings)
         self.services = self.app.state.services
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
-                                ws="websockets-sansio", ws_max_size=64 * 1024, lifespan="on", access_log=False)
+        # The same uvicorn options as `heddle serve` (parser, header cap, WebSocket frame size).
+        options = uvicorn_options(self.settings) | {"log_level": "warning"}
+        config = uvicorn.Config(self.app, **options)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -62,4 +64,5 @@ class LiveServer:
         self.call(self.services.request_log.flush())
 
     def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.base_url, timeout=10, **kwargs)
+        kwargs.setdefault("timeout", 10)
+        return httpx.Client(base_url=self.base_url, **kwargs)

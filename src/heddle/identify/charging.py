@@ -22,10 +22,13 @@ Recorder = Callable[[AsyncSession, dict[str, Any]], Awaitable[None]]
 async def identify_and_charge(svc, *, workspace_id: str, key_id: str | None, request: IdentifyRequest,
                               balance_hint: int | None = None,
                               run_id: uuid.UUID | None = None,
+                              guard: Callable[[AsyncSession], Awaitable[None]] | None = None,
                               record: Recorder | None = None) -> tuple[dict[str, Any], int]:
     """Return the Identify Result and the micro-credits charged (0 unless `identified`).
 
-    `record(session, result)` runs first in the charge's transaction (in a transaction of its
+    `guard(session)`, when given, runs first inside the charge's transaction and may raise to
+    prevent the charge (a run's executor checks there that it still holds the run).
+    `record(session, result)` runs next in the same transaction (in a transaction of its
     own when nothing is charged): the Idempotency-Key's response commits with the charge or not
     at all, so a retry is never billed twice and a charged call always has its response stored.
     """
@@ -42,6 +45,8 @@ async def identify_and_charge(svc, *, workspace_id: str, key_id: str | None, req
     charged = 0
     if result.billable and price:
         async with svc.database().transaction() as session:
+            if guard is not None:
+                await guard(session)
             if record is not None:
                 await record(session, data)
             await billing.charge(session, workspace_id, price, reason="identify", ref=str(result.rail),

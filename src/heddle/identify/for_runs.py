@@ -15,13 +15,14 @@ from heddle.loom.tools import ToolExecution
 from heddle.observability.request_log import LoggedRequest
 
 
-async def identify_tool_call(svc, run: Run, args: dict) -> ToolExecution:
+async def identify_tool_call(svc, run: Run, args: dict, guard=None) -> ToolExecution:
+    """`guard(session)` runs first in the charge's transaction (the executor's fence check)."""
     started = time.perf_counter()
     status = 200
     try:
         request = IdentifyRequest.model_validate(args)
         data, charged = await identify_and_charge(svc, workspace_id=run.workspace_id, key_id=run.key_id,
-                                                  request=request, run_id=run.id)
+                                                  request=request, run_id=run.id, guard=guard)
         return ToolExecution(status="succeeded", result=data, cost_micro=charged, charged=True)
     except ValidationError as exc:
         status = 400

@@ -3,6 +3,10 @@
 Each step is its own database transaction (a model turn with its charge and tool-call rows;
 one tool call; one state transition), so a crash loses at most the step in flight, and
 `execute()` can resume any run from what the database holds.
+
+`execute(run_id, fence)` runs for the executor that claimed the run with that fencing token
+(heddle/loom/lease.py). Every write transaction is conditional on the token and no tool host
+is called once it moved on: a stale executor gets `StaleExecutor` and stops, writing nothing.
 """
 
 from __future__ import annotations
@@ -17,17 +21,25 @@ from sqlalchemy import bindparam, select
 
 from heddle.billing import service as billing
 from heddle.config import Settings
-from heddle.db.base import Database, utcnow
+from heddle.db.base import Database
 from heddle.errors import HeddleError
 from heddle.loom.effects import Effects, EventSink
 from heddle.loom.history import build_conversation
+from heddle.loom.lease import Fence
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
 from heddle.loom.providers.base import ModelProviderError, ModelResponse
 from heddle.loom.providers.registry import cost_micro
 from heddle.loom.queries import next_message_seq
 from heddle.loom.serializers import message_dict
 from heddle.loom.service import render_run
-from heddle.loom.states import RUNNING, transition
+from heddle.loom.states import (
+    CALL_EVENT_FOR_STATUS,
+    CALL_PENDING,
+    RUNNING,
+    StaleExecutor,
+    transition,
+    transition_call,
+)
 from heddle.loom.tools import ToolRunner, tool_definition, tool_specs
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
@@ -56,25 +68,35 @@ class RunEngine:
         self.events = events
         self.metrics = metrics
 
-    async def execute(self, run_id: uuid.UUID) -> None:
+    async def execute(self, run_id: uuid.UUID, fence: Fence) -> None:
+        """Advance the run while this executor holds it with `fence` (see heddle.loom.lease)."""
         deadline = time.monotonic() + self.settings.run_max_seconds
         try:
-            while await self._step(run_id, deadline):
-                pass
-        except RunFailure as failure:
-            await self._fail(run_id, failure.code, failure.message)
-        except Exception as exc:  # never leave a run stuck in `running` on a bug
-            log.exception("run_engine_error", run_id=str(run_id))
-            await self._fail(run_id, "internal_error", f"unexpected engine error ({type(exc).__name__})")
+            try:
+                while await self._step(run_id, fence, deadline):
+                    pass
+            except RunFailure as failure:
+                await self._fail(fence, failure.code, failure.message)
+            except StaleExecutor:
+                raise
+            except Exception as exc:  # never leave a run stuck in `running` on a bug
+                log.exception("run_engine_error", run_id=str(run_id))
+                await self._fail(fence, "internal_error", f"unexpected engine error ({type(exc).__name__})")
+        except StaleExecutor as stale:
+            # Another executor holds the run now (this one was paused or cut off past its
+            # lease) or it left `running`: whatever this one was doing is not written.
+            log.warning("run_executor_stale", run_id=str(run_id), fence=fence.token, why=stale.why)
 
     # -- one step -------------------------------------------------------------------------
 
-    async def _step(self, run_id: uuid.UUID, deadline: float) -> bool:
+    async def _step(self, run_id: uuid.UUID, fence: Fence, deadline: float) -> bool:
         """Do one unit of work; False when the run no longer needs this executor."""
         async with self.db.session() as session:
             run = await session.get(Run, run_id)
             if run is None or run.state != RUNNING:
                 return False
+            if run.fence != fence.token:
+                raise fence.stale()
             agent = await session.get(Agent, run.agent_id)
             calls = list(await session.scalars(
                 select(ToolCall).where(ToolCall.run_id == run.id).order_by(ToolCall.seq)))
@@ -83,20 +105,20 @@ class RunEngine:
                              f"The run took longer than {self.settings.run_max_seconds:g} s.")
         pending = [tc for tc in calls if tc.status == "pending" and tc.kind != "ask"]
         if pending:
-            await self._run_tool(run, agent, pending[0])
+            await self._run_tool(run, agent, pending[0], fence)
             return True
         if any(tc.status == "awaiting_outcome" for tc in calls):
-            await self._pause(run_id, "await_outcome")
+            await self._pause(fence, "await_outcome")
             return False
         asked = [tc for tc in calls if tc.kind == "ask" and tc.status == "pending"]
         if asked:
-            await self._ask(run_id, asked[0])
+            await self._ask(fence, asked[0])
             return False
         if run.turn_count >= self.settings.run_max_turns:
             raise RunFailure("max_turns_exceeded", f"The run used its {self.settings.run_max_turns} model turns.")
-        return await self._model_turn(run, agent, deadline)
+        return await self._model_turn(run, agent, fence, deadline)
 
-    async def _model_turn(self, run: Run, agent: Agent, deadline: float) -> bool:
+    async def _model_turn(self, run: Run, agent: Agent, fence: Fence, deadline: float) -> bool:
         """One model turn in one transaction; False when it closed the run (nothing left to do)."""
         try:
             model_class = self.registry.get(agent.model_class)
@@ -126,9 +148,8 @@ class RunEngine:
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
         effects = Effects()
         async with self.db.transaction() as session:
+            await fence.hold(session)
             run = await session.get(Run, run.id)
-            if run.state != RUNNING:
-                return False
             turn = Turn(id=uuid.uuid4(), run_id=run.id, seq=run.turn_count + 1, model_class=model_class.name,
                         input_tokens=response.input_tokens, output_tokens=response.output_tokens,
                         cost_micro=cost, request=response.request,
@@ -151,7 +172,7 @@ class RunEngine:
                 for i, call in enumerate(response.tool_calls, start=1):
                     session.add(self._new_tool_call(run, agent, turn, seq + i, call))
             else:
-                await self._finish(session, run, response.text or "", effects)
+                await self._finish(session, run, fence, response.text or "", effects)
             realtime = await self._realtime_enabled(session, run.workspace_id) if effects.events else False
         await self._publish(effects, run.workspace_id, realtime)
         return bool(response.tool_calls)
@@ -172,12 +193,12 @@ class RunEngine:
             tc.interaction, tc.risk, tc.reliability = "auto", "low", "idempotent"
         return tc
 
-    async def _finish(self, session, run: Run, text: str, effects: Effects) -> None:
+    async def _finish(self, session, run: Run, fence: Fence, text: str, effects: Effects) -> None:
         message = Message(id=uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
                           seq=await next_message_seq(session, run.thread_id), role="assistant", content=text)
         session.add(message)
         await session.flush()
-        await transition(session, run, "finish")
+        await transition(session, run, "finish", fence=fence.token)
         self.metrics.runs.labels("closed").inc()
         effects.message_created(run.thread_id, message_dict(message))
         effects.run_updated(run.thread_id, await render_run(session, run))
@@ -199,32 +220,35 @@ class RunEngine:
 
     # -- tool calls -----------------------------------------------------------------------
 
-    async def _run_tool(self, run: Run, agent: Agent, call: ToolCall) -> None:
+    async def _run_tool(self, run: Run, agent: Agent, call: ToolCall, fence: Fence) -> None:
         definition = tool_definition(agent, call.name) or {}
         if call.kind == "hosted" and call.attempts and call.reliability == "at_most_once":
             # A previous process started this call and died: its fate is unknown.
-            await self._record_tool(call.id, "awaiting_outcome", {"error": {
+            await self._record_tool(fence, call.id, "awaiting_outcome", {"error": {
                 "code": "unknown_fate", "message": "The server stopped during this call; confirm its outcome."}})
             return
+        # The tool runner writes its own fenced marks (an in-flight attempt, a charge) and
+        # checks the fence before each attempt, so a stale executor calls no tool host.
         if call.kind == "hosted":
-            execution = await self.tools.run_hosted(run, call, definition)
+            execution = await self.tools.run_hosted(run, call, definition, fence)
         else:
-            execution = await self.tools.run_builtin(run, call)
-        await self._record_tool(call.id, execution.status, execution.result, execution)
+            execution = await self.tools.run_builtin(run, call, fence)
+        await self._record_tool(fence, call.id, execution.status, execution.result, execution)
 
-    async def _record_tool(self, call_id: uuid.UUID, status: str, result: dict[str, Any] | None,
+    async def _record_tool(self, fence: Fence, call_id: uuid.UUID, status: str, result: dict[str, Any] | None,
                            execution=None) -> None:
         async with self.db.transaction() as session:
+            await fence.hold(session)
             call = await session.get(ToolCall, call_id)
             run = await session.get(Run, call.run_id)
-            call.status, call.result = status, result
+            fields: dict[str, Any] = {"result": result}
             if execution is not None:
-                call.patch_ref = execution.patch_ref
+                fields["patch_ref"] = execution.patch_ref
                 if execution.attempts:  # earlier attempts (a crashed process's) stay in the trace
                     earlier = list(call.attempts or [])
                     if earlier and earlier[-1].get("in_flight"):
                         earlier.pop()  # this call's own marker, replaced by its real attempts
-                    call.attempts = [*earlier, *execution.attempts]
+                    fields["attempts"] = [*earlier, *execution.attempts]
                 if execution.connection_id and run.connection_id is None:
                     run.connection_id = execution.connection_id
                 if execution.cost_micro and not execution.charged:
@@ -234,42 +258,45 @@ class RunEngine:
                     except billing.InsufficientCredits:
                         raise RunFailure("insufficient_credits",
                                          "The workspace could not pay for a tool call.") from None
-                call.cost_micro = execution.cost_micro
+                fields["cost_micro"] = execution.cost_micro
                 run.cost_micro += execution.cost_micro
-            call.updated_at = utcnow()
+            # Conditional on the call still being pending: a resolved call never moves back.
+            await transition_call(session, call.id, CALL_PENDING, CALL_EVENT_FOR_STATUS[status], **fields)
 
-    async def _ask(self, run_id: uuid.UUID, call: ToolCall) -> None:
+    async def _ask(self, fence: Fence, call: ToolCall) -> None:
         question = str((call.args or {}).get("question") or "").strip() or "Could you tell me more?"
         effects = Effects()
         async with self.db.transaction() as session:
-            run = await session.get(Run, run_id)
+            await fence.hold(session)
+            run = await session.get(Run, fence.run_id)
             message = Message(id=uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
                               seq=await next_message_seq(session, run.thread_id), role="assistant", content=question)
             session.add(message)
             await session.flush()
-            await transition(session, run, "ask_user", pending_question=question)
+            await transition(session, run, "ask_user", fence=fence.token, pending_question=question)
             effects.message_created(run.thread_id, message_dict(message))
             effects.run_updated(run.thread_id, await render_run(session, run))
         self.metrics.runs.labels("awaiting_input").inc()
         await self._publish(effects, run.workspace_id)
 
-    async def _pause(self, run_id: uuid.UUID, event: str) -> None:
+    async def _pause(self, fence: Fence, event: str) -> None:
         effects = Effects()
         async with self.db.transaction() as session:
-            run = await session.get(Run, run_id)
-            await transition(session, run, event)
+            run = await session.get(Run, fence.run_id)
+            await transition(session, run, event, fence=fence.token)
             effects.run_updated(run.thread_id, await render_run(session, run))
         self.metrics.runs.labels("awaiting_outcome").inc()
         await self._publish(effects, run.workspace_id)
 
-    async def _fail(self, run_id: uuid.UUID, code: str, message: str) -> None:
+    async def _fail(self, fence: Fence, code: str, message: str) -> None:
+        run_id = fence.run_id
         effects = Effects()
         try:
             async with self.db.transaction() as session:
+                await fence.hold(session)  # raises StaleExecutor when the run is no longer ours
                 run = await session.get(Run, run_id)
-                if run is None or run.state != RUNNING:
-                    return
-                await transition(session, run, "fail", error_code=code, error_message=message[:2000])
+                await transition(session, run, "fail", fence=fence.token, error_code=code,
+                                 error_message=message[:2000])
                 effects.run_updated(run.thread_id, await render_run(session, run))
         except HeddleError:
             return

@@ -98,6 +98,9 @@ class Run(Base):
     # Executor bookkeeping: which process is executing the run and until when it holds it.
     lease_owner: Mapped[str | None] = mapped_column(String(80), nullable=True)
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Fencing token (heddle/loom/lease.py): grows on every claim, and every write an executor
+    # makes is conditional on it, so an executor that lost the run can no longer change it.
+    fence: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     opened_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -18,7 +18,15 @@ from heddle.loom.agents import get_agent, has_unpinned_hosted_tools
 from heddle.loom.effects import Effects
 from heddle.loom.models import Message, Run, Thread, ToolCall
 from heddle.loom.serializers import message_dict, run_dict, thread_dict, turn_dict
-from heddle.loom.states import AWAITING_INPUT, AWAITING_OUTCOME, RUNNING, transition
+from heddle.loom.states import (
+    AWAITING_INPUT,
+    AWAITING_OUTCOME,
+    CALL_AWAITING_OUTCOME,
+    CALL_PENDING,
+    RUNNING,
+    transition,
+    transition_call,
+)
 from heddle.observability.models import RequestLogEntry
 from heddle.timeutil import iso
 from heddle.workspaces.service import resolve_connection
@@ -123,7 +131,7 @@ async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str,
         asked = await session.scalar(select(ToolCall).where(
             ToolCall.run_id == run.id, ToolCall.kind == "ask", ToolCall.status == "pending"))
         if asked is not None:
-            asked.status, asked.result = "succeeded", {"answer": content}
+            await transition_call(session, asked.id, CALL_PENDING, "succeed", result={"answer": content})
         await transition(session, run, "answer", pending_question=None)
         if auth.mode == "direct":
             run.session_token, run.session_token_expires_at = auth.session_token, auth.session_token_expires_at
@@ -189,9 +197,9 @@ async def post_outcome(session: AsyncSession, auth: AuthContext, run_id: str, to
     if run.state != AWAITING_OUTCOME or call.status != "awaiting_outcome":
         raise HeddleError("run_not_awaiting_outcome", f"Run {run.id} is {run.state}; tool call {call.id} "
                           f"is {call.status}.", details={"run_state": run.state, "tool_call_status": call.status})
-    call.outcome_state, call.outcome_detail, call.outcome_at = state, detail or {}, utcnow()
-    call.status = "resolved"
-    await session.flush()
+    # Conditional on the call still awaiting its outcome: a resolved call never moves again.
+    await transition_call(session, call.id, CALL_AWAITING_OUTCOME, "resolve", outcome_state=state,
+                          outcome_detail=detail or {}, outcome_at=utcnow())
     if not await q.awaiting_tool_calls(session, run.id):
         await transition(session, run, "outcome")
         effects.start(run.id)

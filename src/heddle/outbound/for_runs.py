@@ -13,7 +13,9 @@ from typing import Any
 from sqlalchemy import select
 
 from heddle.db.base import utcnow
+from heddle.loom.lease import Fence
 from heddle.loom.models import Run, ToolCall
+from heddle.loom.states import CALL_PENDING
 from heddle.loom.tools import ToolExecution
 from heddle.money import to_micro
 from heddle.outbound.hosted_tools import call_hosted_tool
@@ -43,15 +45,22 @@ async def _subject_token(svc, run: Run, workspace: Workspace) -> str:
     return await svc.subject_tokens.get_token(workspace.id, run.subject, mint)
 
 
-async def _mark_in_flight(svc, call_id) -> None:
-    """Persist that the call is about to be sent, so a crash leaves its fate known to be unknown."""
+async def _mark_in_flight(svc, call_id, fence: Fence) -> None:
+    """Persist that the call is about to be sent, so a crash leaves its fate known to be unknown.
+
+    Fenced, and conditional on the call still being pending: this is the last write before the
+    host is called, so a stale executor, or a call resolved meanwhile, stops here.
+    """
     async with svc.database().transaction() as session:
+        await fence.hold(session)
         call = await session.get(ToolCall, call_id)
+        if call.status != CALL_PENDING:
+            raise fence.stale(f"tool call {call_id} is already {call.status}")
         call.attempts = [*(call.attempts or []), {"n": len(call.attempts or []) + 1, "started_at": iso(utcnow()),
                                                   "in_flight": True}]
 
 
-async def hosted_tool_call(svc, run: Run, call: ToolCall, definition: dict[str, Any]) -> ToolExecution:
+async def hosted_tool_call(svc, run: Run, call: ToolCall, definition: dict[str, Any], fence: Fence) -> ToolExecution:
     async with svc.database().session() as session:
         workspace = await session.get(Workspace, run.workspace_id)
         pinned = definition.get("connection")
@@ -71,11 +80,12 @@ async def hosted_tool_call(svc, run: Run, call: ToolCall, definition: dict[str, 
                        connection.id)
     payload = {"tool": call.name, "tool_call_id": str(call.id), "run_id": str(run.id),
                "thread_id": str(run.thread_id), "subject": run.subject, "args": call.args or {}}
-    await _mark_in_flight(svc, call.id)
+    await _mark_in_flight(svc, call.id, fence)
     outcome = await call_hosted_tool(
         svc.outbound, base_url=connection.base_url, path=definition["path"],
         request_secret=workspace.request_secret, bearer_token=token, payload=payload,
-        reliability=call.reliability, idempotency_key=str(call.id))
+        reliability=call.reliability, idempotency_key=str(call.id),
+        before_retry=lambda: fence.check(svc.database()))
     cost = to_micro(svc.settings.tool_call_price_credits)
     common = {"attempts": outcome.attempts, "connection_id": connection.id, "cost_micro": cost}
     if outcome.status == "succeeded":

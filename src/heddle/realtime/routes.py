@@ -7,9 +7,8 @@ from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from heddle.api.deps import db_session, loom_auth, services
+from heddle.api.deps import loom_auth, loom_session, services
 from heddle.api.envelope import error_responses, ok
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
@@ -27,8 +26,7 @@ async def realtime_config(request: Request, auth: AuthContext = Depends(loom_aut
     return ok(services(request).realtime.public_config(auth.workspace.realtime_enabled))
 
 
-async def _auth_body(request: Request) -> tuple[str, str]:
-    raw = await request.body()
+def _auth_body(request: Request, raw: bytes) -> tuple[str, str]:
     ctype = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
     try:
         if ctype == "application/x-www-form-urlencoded":
@@ -57,16 +55,20 @@ async def _auth_body(request: Request) -> tuple[str, str]:
                           "The answer carries `auth` in `data` and, so that pusher-js's default authorizer "
                           "reads it, also at the top level."),
              responses=error_responses(*AUTH_ERRORS, "subject_required", "forbidden", "realtime_disabled"))
-async def realtime_auth(request: Request, auth: AuthContext = Depends(loom_auth),
-                        session: AsyncSession = Depends(db_session)):
-    auth.require_subject()
-    socket_id, channel = await _auth_body(request)
-    svc = services(request)
-    if not svc.realtime.enabled(auth.workspace.realtime_enabled):
-        raise HeddleError("realtime_disabled")
-    try:
-        await visible_thread(session, auth, str(parse_thread_channel(channel)))
-    except HeddleError:
-        raise HeddleError("forbidden", "This caller's subject does not own that thread.") from None
+async def realtime_auth(request: Request):
+    # The whole body before any database session: a client that sends half a body must not
+    # hold a pooled connection while it waits (the middleware has buffered it already; this
+    # keeps the order right even without it). Authentication errors still come first.
+    raw = await request.body()
+    async with loom_session(request) as (auth, session):
+        auth.require_subject()
+        socket_id, channel = _auth_body(request, raw)
+        svc = services(request)
+        if not svc.realtime.enabled(auth.workspace.realtime_enabled):
+            raise HeddleError("realtime_disabled")
+        try:
+            await visible_thread(session, auth, str(parse_thread_channel(channel)))
+        except HeddleError:
+            raise HeddleError("forbidden", "This caller's subject does not own that thread.") from None
     signature = channel_auth(svc.realtime.key, svc.realtime.secret, socket_id, channel)
     return JSONResponse({"status": "success", "data": {"auth": signature}, "auth": signature})

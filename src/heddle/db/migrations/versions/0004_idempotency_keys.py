@@ -1,8 +1,7 @@
-"""idempotency_keys (the first response of each Idempotency-Key, per workspace, for 24 hours);
-workspaces.rate_limit_per_key / rate_limit_per_subject (a workspace's own rate-limit rules)
+"""idempotency_keys: the first response of each Idempotency-Key, per workspace, for 24 hours
 
 Revision ID: 0004
-Revises: 0002
+Revises: 0003
 Create Date: 2026-11-23 19:00:00
 """
 import sqlalchemy as sa
@@ -11,7 +10,7 @@ from alembic import op
 import heddle.db.base
 
 revision = '0004'
-down_revision = '0002'
+down_revision = '0003'
 branch_labels = None
 depends_on = None
 
@@ -30,14 +29,8 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint('workspace_id', 'key', name=op.f('pk_idempotency_keys')),
     )
     op.create_index('ix_idempotency_keys_created_at', 'idempotency_keys', ['created_at'], unique=False)
-    with op.batch_alter_table('workspaces') as batch:
-        batch.add_column(sa.Column('rate_limit_per_key', sa.String(length=200), nullable=True))
-        batch.add_column(sa.Column('rate_limit_per_subject', sa.String(length=200), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('workspaces') as batch:
-        batch.drop_column('rate_limit_per_subject')
-        batch.drop_column('rate_limit_per_key')
     op.drop_index('ix_idempotency_keys_created_at', table_name='idempotency_keys')
     op.drop_table('idempotency_keys')
