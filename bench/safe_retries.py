@@ -3,11 +3,11 @@ are noisy; the ratios of interleaved samples are what to compare).
 
 - Identify and thread creation without a key, with a fresh `Idempotency-Key` each time (the
   key's row is written in the request's transaction), and replayed (the same key again).
-- `GET /v1/workspace` and Identify with the rate limiter off, and on with memory storage (rules
-  high enough never to refuse), and with Redis storage when 127.0.0.1:6379 answers.
+- The rate limiter's check (a key and a subject bucket, two windows each) in process, with
+  memory storage and with Redis when 127.0.0.1:6379 answers: microseconds added per request.
 
-One `heddle serve` per limiter setting (SQLite), one keep-alive connection (h11), requests
-interleaved across the variants.
+One `heddle serve` (SQLite), one keep-alive connection (h11), requests interleaved across the
+variants.
 
     python bench/safe_retries.py [--n 300] [--json]
 """
@@ -26,7 +26,6 @@ from time import perf_counter
 sys.path.insert(0, str(Path(__file__).parent))
 from common import Server, WireClient, summary  # noqa: E402
 
-HIGH = "1000000/second"
 IDENTIFY = {"identifier": "DEUTDEFF"}
 
 
@@ -72,16 +71,26 @@ async def idempotency(server: Server, n: int) -> dict:
     return {k: summary(v) for k, v in samples.items()}
 
 
-async def limiter(server: Server, n: int) -> dict:
-    _, secret = server.tenant()
-    auth = {"authorization": f"Bearer {secret}"}
-    workspace: list[float] = []
-    identify: list[float] = []
-    async with WireClient(server.base_url) as c:
-        for _ in range(n):
-            await _timed(c, workspace, "GET", "/v1/workspace", auth)
-            await _timed(c, identify, "POST", "/v1/identify", auth, IDENTIFY)
-    return {"workspace": summary(workspace), "identify": summary(identify)}
+async def limiter_check_us(storage: str, n: int) -> dict:
+    """Microseconds per `RateLimiter.check` (key and subject buckets, two windows each), in
+    process: the cost the limiter adds to every authenticated request."""
+    from heddle.auth.context import AuthContext, WorkspaceInfo
+    from heddle.ratelimit.limiter import RateLimiter
+
+    limiter = RateLimiter(per_key="1000000/second;1000000/minute", per_subject="1000000/second;1000000/minute",
+                          storage_uri=storage)
+    ws = WorkspaceInfo(id=f"ws_bench{uuid.uuid4().hex[:8]}", name="b", allowed_origins=(), realtime_enabled=False,
+                       request_secret="x", mint_url=None)
+    ctx = AuthContext(mode="relay", workspace=ws, key_id="key_bench", subject="web:bench")
+    for _ in range(50):
+        await limiter.check(ctx)
+    samples = []
+    for _ in range(n):
+        started = perf_counter()
+        await limiter.check(ctx)
+        samples.append((perf_counter() - started) * 1_000_000)
+    stats = summary(samples)
+    return {"n": stats["n"], "median_us": stats["median_ms"], "p99_us": stats["p99_ms"]}
 
 
 def _redis_up() -> bool:
@@ -103,22 +112,13 @@ def main() -> None:
     args = parser.parse_args()
     with Server() as server:
         idem = asyncio.run(idempotency(server, args.n))
-    limits: dict[str, dict] = {}
-    settings = {"off": {}, "memory": {"HEDDLE_RATE_LIMIT_PER_KEY": HIGH, "HEDDLE_RATE_LIMIT_PER_SUBJECT": HIGH}}
-    if _redis_up():
-        settings["redis"] = {**settings["memory"], "HEDDLE_RATE_LIMIT_STORAGE": "redis://127.0.0.1:6379/0"}
-    for name, env in settings.items():
-        with Server(**env) as server:
-            limits[name] = asyncio.run(limiter(server, args.n))
+    storages = ["memory://"] + (["redis://127.0.0.1:6379/0"] if _redis_up() else [])
+    limits = {uri.split(":")[0]: asyncio.run(limiter_check_us(uri, args.n * 10)) for uri in storages}
     ratios = {
         "identify_new_key/identify": _ratio(idem["identify_new_key"], idem["identify"]),
         "identify_replay/identify": _ratio(idem["identify_replay"], idem["identify"]),
         "thread_new_key/thread": _ratio(idem["thread_new_key"], idem["thread"]),
         "thread_replay/thread": _ratio(idem["thread_replay"], idem["thread"]),
-        **{f"workspace_{k}/off": _ratio(v["workspace"], limits["off"]["workspace"]) for k, v in limits.items()
-           if k != "off"},
-        **{f"identify_{k}/off": _ratio(v["identify"], limits["off"]["identify"]) for k, v in limits.items()
-           if k != "off"},
     }
     result = {"benchmark": "safe_retries", "idempotency": idem, "rate_limits": limits, "ratios": ratios}
     if args.json:
@@ -127,8 +127,7 @@ def main() -> None:
     for name, s in idem.items():
         print(f"{name:>18}: median {s['median_ms']:.2f} ms, p99 {s['p99_ms']:.2f} ms")
     for name, r in limits.items():
-        print(f"{'limiter ' + name:>18}: workspace median {r['workspace']['median_ms']:.2f} ms, "
-              f"identify median {r['identify']['median_ms']:.2f} ms")
+        print(f"{'limiter ' + name:>18}: {r['median_us']:.1f} us median, {r['p99_us']:.1f} us p99 per check")
     for name, value in ratios.items():
         print(f"{name:>28}: {value}")
 
