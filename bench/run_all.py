@@ -18,6 +18,7 @@ BENCHES = [
     ("loom_latency.py", ["--rounds", "10"]),
     ("realtime.py", ["--subscribers", "1000", "--messages", "30"]),
     ("direct_vs_relay.py", ["--requests", "2000"]),
+    ("safe_retries.py", ["--n", "200"]),
 ]
 
 
