@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: serve test test-fast bench lint clean demo
+.PHONY: serve test test-fast bench lint clean demo js-types
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ test-fast: $(STAMP_DEV)
 
 bench: $(STAMP_DEV)
 	$(BIN)/python bench/run_all.py
+
+# Regenerate the JS client's OpenAPI snapshot and its TypeScript types after an API change.
+js-types: $(STAMP_DEV)
+	$(BIN)/python -c "from heddle.api.openapi import document_json; print(document_json(), end='')" > clients/js/openapi.json
+	cd clients/js && npm ci --no-audit --no-fund --ignore-scripts && npm run generate
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check src tests bench

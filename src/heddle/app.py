@@ -6,17 +6,21 @@ from fastapi import FastAPI
 
 from heddle import API_VERSION
 from heddle.api.cors import CorsMiddleware
+from heddle.api.docs_ui import install_docs
 from heddle.api.errors import install_error_handlers
 from heddle.api.middleware import RequestContextMiddleware
 from heddle.api.openapi import install_openapi
 from heddle.api.system import router as system_router
 from heddle.config import Settings, get_settings
+from heddle.deployment import check_deployment
 from heddle.identify.routes import router as identify_router
+from heddle.loom.events_routes import router as loom_events_router
 from heddle.loom.routes import router as loom_router
+from heddle.loom.routes_control import router as loom_control_router
 from heddle.observability.logging import configure_logging
 from heddle.realtime.routes import router as realtime_router
 from heddle.realtime.server import build_realtime_router
-from heddle.services import Services
+from heddle.services import AppServices
 from heddle.workspaces.routes import router as workspace_router
 from heddle.workspaces.service import origin_allowed_anywhere
 
@@ -35,11 +39,15 @@ Every response is an envelope: `{"status": "success", "data": ...}` or
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    check_deployment(settings)  # DeploymentError: a clear message, before anything starts
     configure_logging(settings.log_level, settings.log_json)
-    svc = Services(settings)
+    svc = AppServices(settings)
     app = FastAPI(
         title="Heddle", version=API_VERSION, description=DESCRIPTION, lifespan=svc.lifespan,
-        docs_url="/docs", redoc_url="/redoc", openapi_url="/openapi.json",
+        # /docs and /redoc come from packaged assets (heddle.api.docs_ui), not a CDN.
+        docs_url=None, redoc_url=None, openapi_url="/openapi.json",
+        # operationId = the handler's name (`get_run`), so generated clients read naturally.
+        generate_unique_id_function=lambda route: route.name,
         # Heddle exports Prometheus metrics and structlog logs itself; FastAPI's native
         # OpenTelemetry hooks would only look up global providers on every request.
         telemetry={"tracing": False, "metrics": False, "logs": False},
@@ -47,12 +55,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.services = svc
     install_error_handlers(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes,
-                       metrics=svc.metrics, request_log=lambda: svc.request_log,
+                       metrics=svc.metrics, request_log=lambda: svc.container.request_log if svc.container else None,
                        max_header_bytes=settings.max_header_bytes, max_header_count=settings.max_header_count,
                        max_json_depth=settings.max_json_depth, body_timeout=settings.body_timeout,
                        access_log=settings.access_log)
     async def origin_allowed(origin: str) -> bool:
-        async with svc.database().session() as session:
+        async with svc.get().db.session() as session:
             return await origin_allowed_anywhere(session, origin)
 
     app.add_middleware(CorsMiddleware, origin_allowed=origin_allowed)
@@ -60,9 +68,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(workspace_router)
     app.include_router(identify_router)
     app.include_router(loom_router)
+    app.include_router(loom_control_router)
+    app.include_router(loom_events_router)
     app.include_router(realtime_router)
     if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}
         app.include_router(build_realtime_router(
             svc.realtime.hub, app_key=svc.realtime.key, app_secret=svc.realtime.secret))
     install_openapi(app)
+    install_docs(app)
     return app

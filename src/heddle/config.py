@@ -66,6 +66,10 @@ class Settings(BaseSettings):
     run_lease_seconds: float = Field(default=30.0, ge=0.5)
     run_sweep_seconds: float = Field(default=10.0, ge=0.1)
     tool_call_price_credits: float = Field(default=0.0, ge=0)
+    # How often the retention pruner erases threads idle past their workspace's retention_days (0 = never).
+    retention_sweep_seconds: float = Field(default=3600.0, ge=0)
+    sse_heartbeat_seconds: float = Field(default=15.0, gt=0)  # GET /runs/{id}/events: comment line when idle
+    sse_poll_seconds: float = Field(default=1.0, gt=0)  # ... and how often it looks for other processes' events
 
     # --- realtime ---
     realtime: Literal["builtin", "pusher", "off"] = "builtin"
@@ -86,6 +90,14 @@ class Settings(BaseSettings):
     outbound_timeout: float = Field(default=15.0, gt=0)
     outbound_max_response_bytes: int = Field(default=1024 * 1024, ge=1024)
 
+    # --- run webhooks (per workspace; see docs/configuration.md) ---
+    webhook_dispatcher: bool = True  # deliver owed webhooks from this process
+    webhook_poll_seconds: float = Field(default=1.0, gt=0)  # how often to look for due deliveries
+    webhook_retry_base_seconds: float = Field(default=10.0, gt=0)  # first retry delay, doubled each time
+    webhook_retry_max_seconds: float = Field(default=3600.0, gt=0)  # ceiling of a retry delay
+    webhook_retry_hours: float = Field(default=72.0, gt=0)  # retried this long before it is given up
+    webhook_concurrency: int = Field(default=16, ge=1)  # deliveries in flight per process
+
     # --- direct mode (JWKS) ---
     jwks_cache_ttl: float = Field(default=300.0, gt=0)
     jwks_refresh_min_interval: float = Field(default=30.0, ge=0)
@@ -103,6 +115,17 @@ class Settings(BaseSettings):
     momo_api_user: str = ""
     momo_api_key: str = ""
     momo_target_environment: str = "sandbox"
+
+    # --- scale-out (PostgreSQL; docs/operations.md "Several processes") ---
+    executor: Literal["inprocess", "queue"] = "inprocess"
+    event_bus: Literal["memory", "postgres", "redis"] = "memory"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    event_bus_channel: str = Field(default="heddle_events", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    worker_concurrency: int = Field(default=16, ge=1)  # runs one `heddle worker` executes at once
+    worker_port: int | None = Field(default=None, ge=0, le=65535)  # health + metrics; unset = none
+    worker_shutdown_grace: float = Field(default=30.0, ge=0)  # SIGTERM: finish for this long, then hand back
+    worker_heartbeat_seconds: float = Field(default=10.0, gt=0)
+    worker_stalled_seconds: float = Field(default=30.0, gt=0)  # no heartbeat this long: its jobs are retried
 
     @property
     def allow_private_outbound(self) -> bool:

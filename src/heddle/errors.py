@@ -48,9 +48,11 @@ _CODES = [
     ErrorCode("ambiguous_identifier", 400, "The identifier fits several rails; send `rail` (and `country`) to choose."),
     # --- loom ---
     ErrorCode("agent_not_found", 404, "No such agent in this workspace."),
-    ErrorCode("run_active", 409, "The thread's latest run is still running or awaiting an outcome; `details.run_id` names it."),
+    ErrorCode("run_active", 409, "The thread's run is still running or awaiting an outcome (or messages are queued); `details.run_id` names it. Send `if_busy: enqueue` or `interrupt` instead."),
     ErrorCode("run_not_awaiting_outcome", 409, "The run is not waiting for an outcome of that tool call."),
     ErrorCode("invalid_state_transition", 409, "The run cannot move to that state from its current one."),
+    ErrorCode("run_terminal", 409, "The run already ended (closed, or failed other than by a cancel); it cannot be cancelled."),
+    ErrorCode("run_not_awaiting_approval", 409, "The run is not waiting for an approval of that tool call."),
     # --- realtime ---
     ErrorCode("realtime_disabled", 409, "Realtime is off for this workspace; poll GET /v1/loom/runs/{id}."),
 ]
@@ -68,6 +70,7 @@ RUN_ERROR_CODES: dict[str, str] = {
     "tool_error": "A tool failed in a way the run could not continue from.",
     "connection_required": "The agent needs a connection for an unpinned tool and none was given.",
     "mint_failed": "The workspace mint_url did not return a usable subject token.",
+    "cancelled": "The run was cancelled (POST /v1/loom/runs/{id}/cancel, or interrupted by a newer message).",
     "internal_error": "Unexpected engine error.",
 }
 

@@ -7,8 +7,6 @@ import json
 import socket
 import time
 
-import pytest
-
 from hardening.abuse_kit import half_sent
 from support.loom import SCRIPTED_AGENT, open_thread
 

@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from hardening.abuse_kit import half_sent, p50, timed
 from direct.direct_testkit import JwksServer, make_signing_key, sign
+from hardening.abuse_kit import half_sent, p50, timed
 from support.loom import SCRIPTED_AGENT, open_thread
 from support.tenants import make_tenant
 

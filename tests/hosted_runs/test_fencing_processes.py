@@ -8,10 +8,8 @@ the run. A is resumed with SIGCONT and its call returns: it must write nothing a
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 
@@ -20,6 +18,7 @@ import pytest
 
 from support.loom import open_thread, post, wait_run
 from support.net import free_port
+from support.processes import serve_process
 from support.server import LiveServer
 
 from .test_fencing import gated_calls, snapshot
@@ -39,19 +38,8 @@ def server(pg_database_factory):
 
 
 def _serve(port: int, db_url: str) -> subprocess.Popen:
-    env = {**os.environ, "HEDDLE_DATABASE_URL": db_url, "HEDDLE_LOG_LEVEL": "WARNING",
-           "HEDDLE_RUN_LEASE_SECONDS": str(LEASE_SECONDS), "HEDDLE_OUTBOUND_TIMEOUT": "30"}
-    proc = subprocess.Popen([sys.executable, "-m", "heddle", "serve", "--port", str(port), "--dev"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(proc.stderr.read().decode()[-2000:])
+    return serve_process(port, db_url, env={"HEDDLE_RUN_LEASE_SECONDS": str(LEASE_SECONDS),
+                                            "HEDDLE_OUTBOUND_TIMEOUT": "30"})
 
 
 def test_paused_process_resumed_after_takeover_writes_and_calls_nothing(server, http, tenant, toolhost):

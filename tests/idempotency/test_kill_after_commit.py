@@ -8,10 +8,8 @@ retry with the first response, and neither a second message nor a second charge 
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -20,6 +18,7 @@ import httpx
 import pytest
 
 from support.loom import SCRIPTED_AGENT, open_thread
+from support.processes import serve_process
 
 pytestmark = pytest.mark.slow
 
@@ -27,18 +26,7 @@ IDENTIFIED = {"identifier": "DEUTDEFF"}
 
 
 def _serve(port: int, db_url: str, **env: str) -> subprocess.Popen:
-    environ = {**os.environ, "HEDDLE_DATABASE_URL": db_url, "HEDDLE_LOG_LEVEL": "WARNING", **env}
-    proc = subprocess.Popen([sys.executable, "-m", "heddle", "serve", "--port", str(port), "--dev"], env=environ,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(proc.stderr.read().decode()[-2000:])
+    return serve_process(port, db_url, env=env)
 
 
 def _identify_charges(db_url: str, workspace_id: str) -> int:

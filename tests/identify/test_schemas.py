@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from heddle.identify.schemas import (
     AccountInfo,
+    Identification,
     IdentifyRequest,
-    IdentifyResult,
     Institution,
     NameResolutionStatus,
     Rail,
@@ -65,7 +65,7 @@ def institution(**kw) -> Institution:
 
 def test_identified_result_shape():
     at = dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=dt.UTC)
-    result = IdentifyResult(
+    result = Identification(
         ResultKind.IDENTIFIED, Rail.GH_BANK, "GH", institution(bic="GHCBGHAC", city="Accra"),
         ("gh_ach",), AccountInfo("1021130012345", NameResolutionStatus.RESOLVED, "KWAME MENSAH"),
         identified_at=at)
@@ -81,7 +81,7 @@ def test_identified_result_shape():
 
 
 def test_unknown_fields_are_omitted():
-    result = IdentifyResult(ResultKind.IDENTIFIED, Rail.NUBAN, "NG", institution(country="NG"),
+    result = Identification(ResultKind.IDENTIFIED, Rail.NUBAN, "NG", institution(country="NG"),
                             identified_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
     data = result.to_dict()
     assert "bic" not in data["institution"] and data["institution"]["address"] == {"country": "NG"}
@@ -90,7 +90,7 @@ def test_unknown_fields_are_omitted():
 
 def test_not_identified_results_carry_no_institution_and_are_not_billed():
     for kind in (ResultKind.NOT_FOUND, ResultKind.UNSUPPORTED):
-        result = IdentifyResult(kind, Rail.NUBAN, "NG", institution(), ("nip",),
+        result = Identification(kind, Rail.NUBAN, "NG", institution(), ("nip",),
                                 AccountInfo("0123456789", NameResolutionStatus.UNAVAILABLE),
                                 identified_at=dt.datetime.now(dt.UTC), detail="why")
         data = result.to_dict()

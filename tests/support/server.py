@@ -31,7 +31,6 @@ class LiveServer:
         settings.setdefault("rate_limit_per_subject", "off")
         self.settings = Settings(host="127.0.0.1", port=self.port, **settings)
         self.app = create_app(self.settings)
-        self.services = self.app.state.services
         # The same uvicorn options as `heddle serve` (parser, header cap, WebSocket frame size).
         options = uvicorn_options(self.settings) | {"log_level": "warning"}
         config = uvicorn.Config(self.app, **options)
@@ -39,16 +38,21 @@ class LiveServer:
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.base_url = f"http://127.0.0.1:{self.port}"
 
+    @property
+    def services(self):
+        """The server's `Container` (built when it started)."""
+        return self.app.state.services.get()
+
     def start(self) -> LiveServer:
         self.thread.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # generous: a loaded CI machine starts slowly
         while time.monotonic() < deadline:
             if self.server.started:
                 return self
             if not self.thread.is_alive():
                 raise RuntimeError("server thread died during start-up")
             time.sleep(0.02)
-        raise RuntimeError("server did not start in 30 s")
+        raise RuntimeError("server did not start in 120 s")
 
     def stop(self) -> None:
         self.server.should_exit = True

@@ -13,13 +13,14 @@ from heddle.auth.context import AuthContext
 from heddle.auth.relay import authenticate_secret
 from heddle.auth.session_tokens import looks_like_jwt
 from heddle.auth.subjects import subject_from_header
+from heddle.container import Container
 from heddle.errors import HeddleError
 from heddle.idempotency.http import claim_key
-from heddle.services import Services
 
 
-def services(request: Request) -> Services:
-    return request.app.state.services
+def services(request: Request) -> Container:
+    """The process's shared services (built by the app's lifespan)."""
+    return request.app.state.services.get()
 
 
 async def db_session(request: Request) -> AsyncIterator[AsyncSession]:

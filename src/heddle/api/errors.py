@@ -6,8 +6,9 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from heddle.errors import HeddleError
 from heddle.observability.logging import get_logger
@@ -40,6 +41,21 @@ def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     return details
 
 
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path (Starlette's 405 names only the first route's).
+
+    Probes each method against the router (FastAPI nests included routers, so the routes
+    themselves are not a flat list to read).
+    """
+    methods = {"OPTIONS"}
+    routes = request.app.router.routes
+    for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
+        probe = {**request.scope, "method": method}
+        if any(route.matches(probe)[0] is Match.FULL for route in routes):
+            methods.add(method)
+    return ", ".join(sorted(methods))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HeddleError)
     async def _heddle(request: Request, exc: HeddleError):
@@ -63,9 +79,14 @@ def install_error_handlers(app: FastAPI) -> None:
         message = exc.detail if isinstance(exc.detail, str) and exc.status_code != 404 else None
         if exc.status_code == 404:
             message = f"No route {request.method} {request.url.path}."
+        headers = getattr(exc, "headers", None)
         if exc.status_code == 405:
+            allow = allowed_methods(request)
+            if request.method == "OPTIONS":  # not a CORS preflight (the CORS middleware answers those)
+                return Response(status_code=204, headers={"Allow": allow})
             message = f"Method {request.method} is not allowed on {request.url.path}."
-        err = HeddleError(code, message, status=exc.status_code, headers=getattr(exc, "headers", None))
+            headers = {**(headers or {}), "Allow": allow}
+        err = HeddleError(code, message, status=exc.status_code, headers=headers)
         return _response(request, err)
 
     @app.exception_handler(Exception)

@@ -1,11 +1,42 @@
-"""The OpenAPI document: version 1.0.0, the envelope, and the table of every error code."""
+"""The OpenAPI document: version 1.0.0, the envelope, and the table of every error code.
+
+FastAPI builds it from the routes (each declares itself with heddle.api.operations.operation);
+`finish_document` then adds what FastAPI cannot know: the two bearer schemes, the Request-Id
+header on every response, components for hand-parsed bodies, readable names for the generic
+envelopes, and no 422 (the server answers invalid input with 400 `invalid_request`).
+"""
 
 from __future__ import annotations
+
+import re
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from heddle.api.operations import EXTRA_SCHEMAS
 from heddle.errors import ERROR_CODES, RUN_ERROR_CODES
+
+SECURITY_SCHEMES = {
+    "workspaceKey": {
+        "type": "http", "scheme": "bearer",
+        "description": ("Relay mode and Identify: a workspace secret `sk_live_…` (or `sk_test_…`), kept on your "
+                        "server. Loom calls add `Service-Subject`."),
+    },
+    "sessionToken": {
+        "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+        "description": ("Direct mode (Loom only): a short-lived session token signed by your key (`iss` = key id, "
+                        "`aud` includes `service`, `sub` = the user, optional `conn`)."),
+    },
+}
+TAGS = [
+    {"name": "identify", "description": "Resolve an identifier to its institution, rails and holder name."},
+    {"name": "loom", "description": "Agent conversations: threads, messages, runs, traces and outcomes."},
+    {"name": "realtime", "description": "Thread events over the Pusher protocol (pusher-js)."},
+    {"name": "workspace", "description": "The calling workspace."},
+    {"name": "operations", "description": "Liveness and readiness."},
+]
+_GENERIC = re.compile(r"^(Envelope|Page)_(\w+?)_$")
 
 
 def error_table_markdown() -> str:
@@ -29,8 +60,9 @@ def install_openapi(app: FastAPI) -> None:
         if app.openapi_schema:
             return app.openapi_schema
         schema = get_openapi(
-            title=app.title, version=app.version, routes=app.routes,
+            title=app.title, version=app.version, routes=app.routes, tags=TAGS,
             description=app.description + "\n\n## Error codes\n\n" + error_table_markdown(),
+            license_info={"name": "Apache-2.0", "identifier": "Apache-2.0"},
         )
         schema["info"]["x-error-codes"] = [
             {"code": c.code, "status": c.status, "description": c.description}
@@ -39,11 +71,72 @@ def install_openapi(app: FastAPI) -> None:
         schema["info"]["x-run-error-codes"] = [
             {"code": code, "description": text} for code, text in RUN_ERROR_CODES.items()
         ]
-        schema.setdefault("components", {}).setdefault("securitySchemes", {})["bearer"] = {
-            "type": "http", "scheme": "bearer",
-            "description": "A workspace secret `sk_…` (relay) or a session token JWT (direct).",
-        }
-        app.openapi_schema = schema
-        return schema
+        app.openapi_schema = finish_document(schema)
+        return app.openapi_schema
 
     app.openapi = build
+
+
+def finish_document(doc: dict[str, Any]) -> dict[str, Any]:
+    components = doc.setdefault("components", {})
+    components["securitySchemes"] = SECURITY_SCHEMES
+    schemas = components.setdefault("schemas", {})
+    for model in EXTRA_SCHEMAS:
+        extra = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(extra.pop("$defs", {}))
+        schemas[model.__name__] = extra
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    for path_item in doc.get("paths", {}).values():
+        for op in path_item.values():
+            responses = op.get("responses", {})
+            responses.pop("422", None)
+            for response in responses.values():
+                response.setdefault("headers", {})["Request-Id"] = {
+                    "description": "This request's id; quote it when reporting a problem.",
+                    "schema": {"type": "string"}}
+    return _rename_generics(doc)
+
+
+def _rename_generics(doc: dict[str, Any]) -> dict[str, Any]:
+    """`Envelope_Run_` -> `RunEnvelope`, `Page_Thread_` -> `ThreadPage` (names generated clients use)."""
+    schemas = doc["components"]["schemas"]
+    renames: dict[str, str] = {}
+    for name in list(schemas):
+        new = name
+        while (m := _GENERIC.match(new)):  # Envelope_Page_Thread__ -> ThreadPageEnvelope
+            inner = m.group(2)
+            inner = renames.get(inner, _GENERIC.sub(lambda g: g.group(2) + g.group(1), inner))
+            new = inner + m.group(1)
+        if new != name:
+            renames[name] = new
+    if not renames:
+        return doc
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {}
+            for key, value in node.items():
+                if key == "$ref" and isinstance(value, str) and value.startswith("#/components/schemas/"):
+                    target = value.rsplit("/", 1)[1]
+                    value = "#/components/schemas/" + renames.get(target, target)
+                out[key] = walk(value)
+            return out
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    doc = walk(doc)
+    doc["components"]["schemas"] = {renames.get(k, k): v for k, v in doc["components"]["schemas"].items()}
+    return doc
+
+
+def document_json() -> str:
+    """The OpenAPI document as the server serves it (for clients/js/openapi.json)."""
+    import json
+
+    from heddle.app import create_app
+    from heddle.config import Settings
+
+    app = create_app(Settings(database_url="sqlite+aiosqlite:///:memory:", log_level="WARNING"))
+    return json.dumps(app.openapi(), indent=2, ensure_ascii=False) + "\n"

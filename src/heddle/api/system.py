@@ -9,18 +9,26 @@ from sqlalchemy import text
 
 from heddle import __version__
 from heddle.api.deps import services
-from heddle.api.envelope import ok
+from heddle.api.envelope import Envelope, ReadModel, error_responses
 from heddle.errors import HeddleError
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz", summary="Liveness: the process is up")
+class Health(ReadModel):
+    ok: bool
+    version: str | None = None
+    database: str | None = None
+
+
+@router.get("/healthz", summary="Liveness: the process is up", response_model=Envelope[Health],
+            response_model_exclude_none=True)
 async def healthz():
-    return ok({"ok": True, "version": __version__})
+    return {"status": "success", "data": {"ok": True, "version": __version__}}
 
 
-@router.get("/readyz", summary="Readiness: the database answers")
+@router.get("/readyz", summary="Readiness: the database answers", response_model=Envelope[Health],
+            response_model_exclude_none=True, responses=error_responses("service_unavailable"))
 async def readyz(request: Request):
     svc = services(request)
     try:
@@ -28,7 +36,7 @@ async def readyz(request: Request):
             await session.execute(text("SELECT 1"))
     except Exception as exc:
         raise HeddleError("service_unavailable", f"database not ready: {type(exc).__name__}") from exc
-    return ok({"ok": True, "database": "ok"})
+    return {"status": "success", "data": {"ok": True, "database": "ok"}}
 
 
 @router.get("/metrics", summary="Prometheus metrics", include_in_schema=False)

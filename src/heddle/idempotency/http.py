@@ -55,7 +55,8 @@ class PendingKey:
 
 
 def _services(request: Request):
-    return request.app.state.services
+    # The process's Container (heddle.api.deps.services, without importing the API layer here).
+    return request.app.state.services.get()
 
 
 def _ttl(request: Request) -> dt.timedelta:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from heddle.api.deps import services, workspace_key_auth
-from heddle.api.envelope import error_responses, ok
+from heddle.api.envelope import ok
+from heddle.api.operations import WORKSPACE_KEY, operation
 from heddle.auth.context import AuthContext
-from heddle.idempotency.http import OPENAPI as IDEMPOTENCY_HEADER
 from heddle.idempotency.http import idempotent, record_response, replay_if_seen
 from heddle.identify.charging import identify_and_charge
-from heddle.identify.schemas import IdentifyRequest
+from heddle.identify.schemas import IdentifyRequest, IdentifyResult
 
 router = APIRouter(prefix="/v1", tags=["identify"])
 
@@ -20,10 +20,10 @@ router = APIRouter(prefix="/v1", tags=["identify"])
     summary="Resolve an account identifier to its institution, rails and holder name",
     description=("All three `result` values answer 200; only `identified` is billed (1 credit by default). "
                  "Send `Service-Run: <run id>` to attribute the call to a Loom run."),
-    responses=error_responses("unauthorized", "secret_key_in_browser", "insufficient_credits",
-                              "invalid_identifier", "ambiguous_identifier", "idempotency_key_reused",
-                              "rate_limited"),
-    openapi_extra=IDEMPOTENCY_HEADER,
+    # Unknown fields are omitted from the Identify Result, never sent as null.
+    response_model_exclude_none=True,
+    **operation(IdentifyResult, auth=WORKSPACE_KEY, body=True, headers=("Idempotency-Key",),
+                errors=("insufficient_credits", "invalid_identifier", "ambiguous_identifier")),
 )
 @idempotent
 async def identify(body: IdentifyRequest, request: Request, auth: AuthContext = Depends(workspace_key_auth)):
@@ -34,6 +34,7 @@ async def identify(body: IdentifyRequest, request: Request, auth: AuthContext = 
     async def record(session, result: dict) -> None:
         await record_response(session, request, ok(result))
 
-    data, _ = await identify_and_charge(services(request), workspace_id=auth.workspace_id, key_id=auth.key_id,
-                                        request=body, balance_hint=auth.workspace.balance_micro, record=record)
+    data, _ = await identify_and_charge(services(request).identify_charging, workspace_id=auth.workspace_id,
+                                        key_id=auth.key_id, request=body,
+                                        balance_hint=auth.workspace.balance_micro, record=record)
     return ok(data)

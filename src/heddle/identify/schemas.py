@@ -1,7 +1,8 @@
 """The Identify request, the institution record and the Identify Result.
 
-`IdentifyResult.to_dict()` is the `data` of the Identify response: every unknown field is
-omitted rather than sent as null (spec, "Identify Result").
+`Identification.to_dict()` is the `data` of the Identify response: every unknown field is
+omitted rather than sent as null (spec, "Identify Result"). `IdentifyResult` below is the read
+model that the route validates it against and the OpenAPI document publishes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import pycountry
-from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, field_validator, model_validator
+
+from heddle.api.envelope import ReadModel
 
 
 class Rail(StrEnum):
@@ -54,12 +57,34 @@ def is_country(code: str) -> bool:
 class IdentifyRequest(BaseModel):
     """Body of POST /v1/identify."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"examples": [
+        {"identifier": "DEUTDEFF"}, {"identifier": "0123456789", "rail": "nuban", "account_number": "0123456789"}]})
 
-    identifier: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
-    rail: Rail | None = None
-    country: str | None = None
-    account_number: Annotated[str, StringConstraints(max_length=64)] | None = None
+    identifier: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)] = Field(
+        description="BIC, IBAN, routing number, sort code, IFSC, bank code or wallet number.")
+    rail: Rail | None = Field(None, description="The rail; detected from the identifier when absent.")
+    country: str | None = Field(None, description="ISO 3166-1 alpha-2 hint, such as GB or NG.")
+    account_number: Annotated[str, StringConstraints(max_length=64)] | None = Field(
+        None, description="When present, holder-name resolution is attempted on nuban, momo and gh_bank.")
+    # The account number exactly as the caller wrote it: `account.number` echoes it (spec,
+    # "Identify Result"), while lookups and check digits use the compact `account_number`.
+    _account_number_sent: str | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_sent(cls, data: Any, handler):
+        sent = data.get("account_number") if isinstance(data, dict) else None
+        model = handler(data)
+        if isinstance(sent, str):
+            model._account_number_sent = sent.strip()
+        return model
+
+    @property
+    def account_number_sent(self) -> str | None:
+        """`account_number` as sent (outer whitespace dropped), or None."""
+        if self.account_number is None:
+            return None
+        return self._account_number_sent or self.account_number
 
     @field_validator("country")
     @classmethod
@@ -105,13 +130,16 @@ class Institution:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        address: dict[str, Any] = {"country": self.country}
+        address: dict[str, Any] = {}
         if self.city:
-            address = {"city": self.city, "country": self.country}
+            address["city"] = self.city
+        if self.country:  # unknown for a FedGlobal (foreign) participant of FedACH
+            address["country"] = self.country
         out: dict[str, Any] = {"name": self.name, "type": self.type, "code": self.code}
         if self.bic:
             out["bic"] = self.bic
-        out["address"] = address
+        if address:
+            out["address"] = address
         return out
 
 
@@ -130,7 +158,7 @@ class AccountInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class IdentifyResult:
+class Identification:
     """The outcome of one lookup; `detail` explains a result that is not `identified`."""
 
     result: ResultKind
@@ -170,3 +198,43 @@ def format_timestamp(value: dt.datetime) -> str:
         raise ValueError("identified_at must be timezone-aware")
     value = value.astimezone(dt.UTC)
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+# --- read model of the response (the `data` of POST /v1/identify); unknown fields are omitted ---
+
+class InstitutionAddress(ReadModel):
+    city: str | None = None
+    country: str = Field(description="ISO 3166-1 alpha-2.")
+
+
+class IdentifiedInstitution(ReadModel):
+    name: str
+    type: str = Field(examples=["bank"])
+    code: str = Field(description="The institution's code on this rail.")
+    bic: str | None = None
+    address: InstitutionAddress
+
+
+class AccountHolder(ReadModel):
+    number: str = Field(description="The account or wallet number that was sent.")
+    name: str | None = Field(None, description="The resolved holder name, when available.")
+    name_resolution: NameResolutionStatus
+
+
+class IdentifyResult(ReadModel):
+    """Where an identifier leads. Fields that are unknown are omitted, never null."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "result": "identified", "rail": "swift", "country": "DE",
+        "institution": {"name": "Deutsche Bank", "type": "bank", "code": "DEUTDEFF", "bic": "DEUTDEFFXXX",
+                        "address": {"city": "Frankfurt am Main", "country": "DE"}},
+        "reachable_rails": ["swift", "sepa"], "identified_at": "2026-01-01T12:00:00.000Z"}]})
+    result: ResultKind = Field(description="Only `identified` is billed.")
+    rail: Rail
+    country: str | None = None
+    institution: IdentifiedInstitution | None = Field(None, description="Omitted unless `identified`.")
+    reachable_rails: list[str] | None = None
+    account: AccountHolder | None = Field(None, description="Present when `account_number` was sent.")
+    identified_at: str | None = Field(None, json_schema_extra={"format": "date-time"},
+                                      description="Present only when `identified`.")
+    detail: str | None = Field(None, description="Why the result is not `identified`, when known.")

@@ -18,8 +18,8 @@ from heddle.identify.rails import HANDLERS, LookupContext, RailOutcome
 from heddle.identify.schemas import (
     NAME_RESOLUTION_RAILS,
     AccountInfo,
+    Identification,
     IdentifyRequest,
-    IdentifyResult,
     NameResolutionStatus,
     ResultKind,
 )
@@ -38,7 +38,7 @@ class IdentifyService:
         self._db = db
         self._refresh_interval_s = refresh_interval_s
 
-    async def identify(self, request: IdentifyRequest) -> IdentifyResult:
+    async def identify(self, request: IdentifyRequest) -> Identification:
         """Resolve `request.identifier`; raises HeddleError `invalid_identifier` or
         `ambiguous_identifier` (neither is billed)."""
         raw = request.identifier
@@ -49,9 +49,9 @@ class IdentifyService:
         await self._refresh_directory()
         now = self._clock()
         outcome = self._lookup(raw, request, now)
-        account = await self._account(outcome, request.account_number)
+        account = await self._account(outcome, request.account_number, request.account_number_sent)
         identified = outcome.result is ResultKind.IDENTIFIED
-        return IdentifyResult(
+        return Identification(
             result=outcome.result, rail=outcome.rail, country=outcome.country,
             institution=outcome.institution if identified else None,
             reachable_rails=outcome.reachable_rails if identified else (),
@@ -71,16 +71,19 @@ class IdentifyService:
             parsed = handler.parse(raw, request.country)
         return handler.lookup(parsed, request.account_number, ctx)
 
-    async def _account(self, outcome: RailOutcome, sent: str | None) -> AccountInfo | None:
-        if sent is None:
+    async def _account(self, outcome: RailOutcome, compact: str | None,
+                       sent: str | None) -> AccountInfo | None:
+        """`account.number` is the number as sent (spec); the rail's normalised form (e.g. a
+        wallet in E.164) is what the holder-name resolvers are asked about."""
+        if compact is None or sent is None:
             return None
-        number = outcome.account_number or sent
         if outcome.rail not in NAME_RESOLUTION_RAILS:
-            return AccountInfo(number, NameResolutionStatus.NOT_SUPPORTED)
+            return AccountInfo(sent, NameResolutionStatus.NOT_SUPPORTED)
         if outcome.result is not ResultKind.IDENTIFIED or outcome.institution is None:
-            return AccountInfo(number, NameResolutionStatus.UNAVAILABLE)
+            return AccountInfo(sent, NameResolutionStatus.UNAVAILABLE)
+        number = outcome.account_number or compact
         resolution = await self.names.resolve(outcome.rail, outcome.institution, number)
-        return AccountInfo(number, resolution.status, resolution.name)
+        return AccountInfo(sent, resolution.status, resolution.name)
 
     async def _refresh_directory(self) -> None:
         if self._db is None:

@@ -23,6 +23,9 @@ from heddle.billing import service as billing
 from heddle.config import Settings
 from heddle.db.base import Database
 from heddle.errors import HeddleError
+from heddle.loom.approvals import AWAITING_APPROVAL, initial_status
+from heddle.loom.control import advance_queue, hold_or_cancelled
+from heddle.loom.deltas import DeltaStream
 from heddle.loom.effects import Effects, EventSink
 from heddle.loom.history import build_conversation
 from heddle.loom.lease import Fence
@@ -30,6 +33,7 @@ from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
 from heddle.loom.providers.base import ModelProviderError, ModelResponse
 from heddle.loom.providers.registry import cost_micro
 from heddle.loom.queries import next_message_seq
+from heddle.loom.run_events import RunEventLog, stage
 from heddle.loom.serializers import message_dict
 from heddle.loom.service import render_run
 from heddle.loom.states import (
@@ -60,13 +64,33 @@ class RunFailure(Exception):
 
 class RunEngine:
     def __init__(self, db: Database, settings: Settings, registry, tools: ToolRunner,
-                 events: Callable[[], EventSink | None], metrics: Metrics):
+                 events: Callable[[], EventSink | None], metrics: Metrics, run_events: RunEventLog | None = None):
         self.db = db
+        self.run_events = run_events or RunEventLog(db)  # the stored event log behind SSE
         self.settings = settings
         self.registry = registry
         self.tools = tools
         self.events = events
         self.metrics = metrics
+        # Set by Services once the executor exists: runs a step makes runnable (the next
+        # queued run of a thread) are submitted through it.
+        self.submitter = None
+        # Model calls in flight by run, so a cancel can abandon one at once (see nudge()).
+        self._model_calls: dict[uuid.UUID, asyncio.Future] = {}
+        self._abandoned: set[uuid.UUID] = set()
+
+    def nudge(self, run_id: uuid.UUID) -> None:
+        """The run changed under this executor (a cancel): abandon its model call if it stopped."""
+        call = self._model_calls.get(run_id)
+        if call is not None and not call.done():
+            asyncio.get_running_loop().create_task(self._abandon_if_stopped(run_id, call))
+
+    async def _abandon_if_stopped(self, run_id: uuid.UUID, call: asyncio.Future) -> None:
+        async with self.db.session() as session:
+            state = await session.scalar(select(Run.state).where(Run.id == run_id))
+        if state != RUNNING and not call.done():
+            self._abandoned.add(run_id)
+            call.cancel()
 
     async def execute(self, run_id: uuid.UUID, fence: Fence) -> None:
         """Advance the run while this executor holds it with `fence` (see heddle.loom.lease)."""
@@ -107,6 +131,9 @@ class RunEngine:
         if pending:
             await self._run_tool(run, agent, pending[0], fence)
             return True
+        if any(tc.status == AWAITING_APPROVAL for tc in calls):
+            await self._pause(fence, "await_approval")  # interaction: approve, before the call
+            return False
         if any(tc.status == "awaiting_outcome" for tc in calls):
             await self._pause(fence, "await_outcome")
             return False
@@ -127,8 +154,12 @@ class RunEngine:
                              f"Model class {agent.model_class!r} is not configured on this server.") from None
         provider = self.registry.provider_for(model_class)
         async with self.db.session() as session:
-            conversation = await build_conversation(session, run, agent)
+            history: dict[str, Any] = {}  # the history cut, kept in the turn's request for the trace
+            conversation = await build_conversation(session, run, agent, history_tokens=model_class.history_tokens,
+                                                    provider=model_class.provider, report=history)
             balance = await billing.balance_micro(session, run.workspace_id)
+            stream = DeltaStream(run.id, run.thread_id, sink=self.events() if await self._realtime_enabled(
+                session, run.workspace_id) else None, store=self.run_events)
         specs = tool_specs(agent)
         # A turn costs at most its input (estimated from characters) plus max_tokens of output.
         est_in = sum(len(m.content or "") for m in conversation) // 3 + 50
@@ -136,15 +167,24 @@ class RunEngine:
         if balance <= 0 or balance < worst:
             raise RunFailure("insufficient_credits", "The workspace balance cannot pay for the next model turn.")
         started = time.perf_counter()
+        call = asyncio.ensure_future(provider.complete(model_class, conversation, specs, stream))
+        self._model_calls[run.id] = call
         try:
             remaining = max(0.001, deadline - time.monotonic())
-            response: ModelResponse = await asyncio.wait_for(
-                provider.complete(model_class, conversation, specs), timeout=remaining)
+            response: ModelResponse = await asyncio.wait_for(call, timeout=remaining)
+        except asyncio.CancelledError:
+            if run.id in self._abandoned:  # cancelled while the model was thinking: drop it
+                self._abandoned.discard(run.id)
+                return False
+            raise
         except TimeoutError:
             raise RunFailure("max_duration_exceeded",
                              f"The run took longer than {self.settings.run_max_seconds:g} s.") from None
         except ModelProviderError as exc:
             raise RunFailure("model_error", str(exc)) from None
+        finally:
+            self._model_calls.pop(run.id, None)
+            await self.run_events.drain(run.id)  # the reply's deltas are stored before its message
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
         effects = Effects()
         async with self.db.transaction() as session:
@@ -152,7 +192,7 @@ class RunEngine:
             run = await session.get(Run, run.id)
             turn = Turn(id=uuid.uuid4(), run_id=run.id, seq=run.turn_count + 1, model_class=model_class.name,
                         input_tokens=response.input_tokens, output_tokens=response.output_tokens,
-                        cost_micro=cost, request=response.request,
+                        cost_micro=cost, request={**response.request, "history": history},
                         response={**response.response, "text": response.text},
                         latency_ms=round((time.perf_counter() - started) * 1000, 3))
             session.add(turn)
@@ -172,7 +212,8 @@ class RunEngine:
                 for i, call in enumerate(response.tool_calls, start=1):
                     session.add(self._new_tool_call(run, agent, turn, seq + i, call))
             else:
-                await self._finish(session, run, fence, response.text or "", effects)
+                await self._finish(session, run, fence, response.text or "", effects, stream.message_id)
+            await stage(session, effects)
             realtime = await self._realtime_enabled(session, run.workspace_id) if effects.events else False
         await self._publish(effects, run.workspace_id, realtime)
         return bool(response.tool_calls)
@@ -188,13 +229,16 @@ class RunEngine:
             tc.kind = "hosted"
             tc.interaction, tc.risk = definition["interaction"], definition["risk"]
             tc.reliability = definition["reliability"]
+            tc.status, tc.approval = initial_status(definition, tc.args)
         else:
             tc.kind = definition["kind"]
             tc.interaction, tc.risk, tc.reliability = "auto", "low", "idempotent"
         return tc
 
-    async def _finish(self, session, run: Run, fence: Fence, text: str, effects: Effects) -> None:
-        message = Message(id=uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
+    async def _finish(self, session, run: Run, fence: Fence, text: str, effects: Effects,
+                      message_id: uuid.UUID | None = None) -> None:
+        # `message_id` is the one the reply's `message.delta` events announced.
+        message = Message(id=message_id or uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
                           seq=await next_message_seq(session, run.thread_id), role="assistant", content=text)
         session.add(message)
         await session.flush()
@@ -202,6 +246,7 @@ class RunEngine:
         self.metrics.runs.labels("closed").inc()
         effects.message_created(run.thread_id, message_dict(message))
         effects.run_updated(run.thread_id, await render_run(session, run))
+        await advance_queue(session, run.thread_id, effects)
 
     async def _realtime_enabled(self, session, workspace_id: str) -> bool:
         if self.events() is None:
@@ -210,6 +255,11 @@ class RunEngine:
 
     async def _publish(self, effects: Effects, workspace_id: str, realtime_enabled: bool | None = None) -> None:
         """Send the events of a committed step (looking the workspace's realtime flag up if not given)."""
+        self.run_events.committed(effects)  # wake SSE streams and the webhook dispatcher
+        if self.submitter is not None:  # the next queued run of the thread, if this step freed it
+            for started in effects.submit:
+                self.submitter.submit(started)
+            effects.submit.clear()
         sink = self.events()
         if sink is None or not effects.events:
             return
@@ -230,7 +280,11 @@ class RunEngine:
         # The tool runner writes its own fenced marks (an in-flight attempt, a charge) and
         # checks the fence before each attempt, so a stale executor calls no tool host.
         if call.kind == "hosted":
-            execution = await self.tools.run_hosted(run, call, definition, fence)
+            try:
+                execution = await self.tools.run_hosted(run, call, definition, fence)
+            except StaleExecutor:
+                await self._record_stopped_retries(fence, call.id)
+                raise
         else:
             execution = await self.tools.run_builtin(run, call, fence)
         await self._record_tool(fence, call.id, execution.status, execution.result, execution)
@@ -238,7 +292,9 @@ class RunEngine:
     async def _record_tool(self, fence: Fence, call_id: uuid.UUID, status: str, result: dict[str, Any] | None,
                            execution=None) -> None:
         async with self.db.transaction() as session:
-            await fence.hold(session)
+            # A call that was in flight when its run was cancelled is still recorded (its side
+            # effect may have happened); any other loss of the run stops here (StaleExecutor).
+            await hold_or_cancelled(session, fence)
             call = await session.get(ToolCall, call_id)
             run = await session.get(Run, call.run_id)
             fields: dict[str, Any] = {"result": result}
@@ -263,6 +319,14 @@ class RunEngine:
             # Conditional on the call still being pending: a resolved call never moves back.
             await transition_call(session, call.id, CALL_PENDING, CALL_EVENT_FOR_STATUS[status], **fields)
 
+    async def _record_stopped_retries(self, fence: Fence, call_id: uuid.UUID) -> None:
+        """A cancel between two attempts of an idempotent call stops its retries: record that."""
+        try:
+            await self._record_tool(fence, call_id, "failed", {"error": {
+                "code": "cancelled", "message": "The run was cancelled between attempts; the call was not retried."}})
+        except (StaleExecutor, HeddleError):
+            pass  # not cancelled (another executor holds the run), or the call was already settled
+
     async def _ask(self, fence: Fence, call: ToolCall) -> None:
         question = str((call.args or {}).get("question") or "").strip() or "Could you tell me more?"
         effects = Effects()
@@ -276,6 +340,7 @@ class RunEngine:
             await transition(session, run, "ask_user", fence=fence.token, pending_question=question)
             effects.message_created(run.thread_id, message_dict(message))
             effects.run_updated(run.thread_id, await render_run(session, run))
+            await stage(session, effects)
         self.metrics.runs.labels("awaiting_input").inc()
         await self._publish(effects, run.workspace_id)
 
@@ -285,7 +350,8 @@ class RunEngine:
             run = await session.get(Run, fence.run_id)
             await transition(session, run, event, fence=fence.token)
             effects.run_updated(run.thread_id, await render_run(session, run))
-        self.metrics.runs.labels("awaiting_outcome").inc()
+            await stage(session, effects)
+        self.metrics.runs.labels("awaiting_input" if event == "await_approval" else "awaiting_outcome").inc()
         await self._publish(effects, run.workspace_id)
 
     async def _fail(self, fence: Fence, code: str, message: str) -> None:
@@ -298,6 +364,8 @@ class RunEngine:
                 await transition(session, run, "fail", fence=fence.token, error_code=code,
                                  error_message=message[:2000])
                 effects.run_updated(run.thread_id, await render_run(session, run))
+                await advance_queue(session, run.thread_id, effects)
+                await stage(session, effects)
         except HeddleError:
             return
         self.metrics.runs.labels("failed").inc()

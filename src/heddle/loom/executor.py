@@ -72,6 +72,7 @@ class InProcessExecutor:
             return
         if run_id in self._tasks:
             self._again.add(run_id)  # resumed while still finishing: run once more afterwards
+            self.engine.nudge(run_id)  # or cancelled: a model call in flight is abandoned
             return
         self._tasks[run_id] = asyncio.create_task(self._execute(run_id), name=f"run-{run_id}")
 

@@ -7,33 +7,45 @@ from dataclasses import replace
 from fastapi import APIRouter, BackgroundTasks, Query, Request
 
 from heddle.api.deps import loom_session, services
-from heddle.api.envelope import error_responses, ok
+from heddle.api.envelope import Page, ok
+from heddle.api.operations import LOOM, UUIDPath, operation
 from heddle.auth.context import AuthContext
 from heddle.auth.subjects import canonical_subject
-from heddle.idempotency.http import OPENAPI as IDEMPOTENCY_HEADER
 from heddle.idempotency.http import commit_response, idempotent
 from heddle.loom import service
 from heddle.loom.effects import Effects
-from heddle.loom.schemas import CreateThread, PostMessage, PostOutcome
+from heddle.loom.run_events import stage
+from heddle.loom.schemas import (
+    CreateThread,
+    Message,
+    MessageAccepted,
+    PostMessage,
+    PostOutcome,
+    Run,
+    Thread,
+    Trace,
+)
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
 
+# Relay calls name their subject; on run, trace and outcome calls it narrows to that subject's runs.
+SUBJECT = ("Service-Subject",)
 AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "subject_header_with_token",
                "invalid_subject", "rate_limited")
-IDEMPOTENT = ("idempotency_key_reused",)
 
 
 def _apply_after_response(request: Request, auth: AuthContext, effects: Effects, background: BackgroundTasks):
     """Events and run starts go out after the response is sent, so the 202 never waits for
     the engine's first steps (they share this event loop). The commit has happened already."""
     svc = services(request)
+    svc.run_events.committed(effects)  # wake SSE streams and the webhook dispatcher
     background.add_task(effects.apply, svc.events, svc.executor, auth.workspace.realtime_enabled)
 
 
-@router.post("/threads", status_code=201, summary="Open (or reuse) the subject's thread with an agent",
-             responses={200: {"description": "The subject's existing thread for that agent"},
-                        **error_responses(*AUTH_ERRORS, *IDEMPOTENT, "subject_required", "agent_not_found")},
-             openapi_extra=IDEMPOTENCY_HEADER)
+@router.post("/threads", summary="Open (or reuse) the subject's thread with an agent",
+             **operation(Thread, auth=LOOM, status_code=201, headers=(*SUBJECT, "Idempotency-Key"), body=True,
+                         also={200: "The subject's existing thread for that agent"},
+                         errors=("subject_required", "agent_not_found")))
 @idempotent
 async def create_thread(body: CreateThread, request: Request):
     async with loom_session(request, write=True) as (auth, session):
@@ -45,57 +57,62 @@ async def create_thread(body: CreateThread, request: Request):
 
 
 @router.get("/threads", summary="The subject's threads, newest first",
-            responses=error_responses(*AUTH_ERRORS, "subject_required"))
+            **operation(Page[Thread], auth=LOOM, headers=SUBJECT, errors=("subject_required",)))
 async def list_threads(agent: str | None = Query(None, max_length=80), limit: int = Query(20, ge=1, le=100),
                        after: str | None = Query(None, max_length=500), *, request: Request):
     async with loom_session(request) as (auth, session):
-        return ok(await service.list_threads(session, auth, agent=agent, limit=limit, after=after))
+        return {"status": "success", "data": await service.list_threads(session, auth, agent=agent, limit=limit,
+                                                                         after=after)}
 
 
-@router.post("/threads/{thread_id}/messages", status_code=202,
+@router.post("/threads/{thread_id}/messages",
              summary="Post a user message: starts a run, or answers the run awaiting input",
-             openapi_extra=IDEMPOTENCY_HEADER,
-             responses=error_responses(*AUTH_ERRORS, *IDEMPOTENT, "subject_required", "not_found", "run_active",
-                                       "connection_required", "connection_not_found"))
+             **operation(MessageAccepted, auth=LOOM, status_code=202, body=True,
+                         headers=(*SUBJECT, "Service-Connection", "Idempotency-Key"),
+                         errors=("subject_required", "not_found", "run_active", "connection_required",
+                                 "connection_not_found")))
 @idempotent
-async def post_message(thread_id: str, body: PostMessage, request: Request, background: BackgroundTasks):
+async def post_message(thread_id: UUIDPath, body: PostMessage, request: Request, background: BackgroundTasks):
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
-        data = await service.post_message(session, auth, thread_id, body.content, effects)
+        data = await service.post_message(session, auth, thread_id, body.content, effects, body.if_busy)
+        await stage(session, effects)
         response = await commit_response(session, request, ok(data, status_code=202))
     _apply_after_response(request, auth, effects, background)
     return response
 
 
 @router.get("/threads/{thread_id}/messages", summary="A thread's messages, oldest first",
-            responses=error_responses(*AUTH_ERRORS, "subject_required", "not_found"))
-async def list_messages(thread_id: str, limit: int = Query(50, ge=1, le=200),
+            **operation(Page[Message], auth=LOOM, headers=SUBJECT, errors=("subject_required", "not_found")))
+async def list_messages(thread_id: UUIDPath, limit: int = Query(50, ge=1, le=200),
                         after: str | None = Query(None, max_length=500), *, request: Request):
     async with loom_session(request) as (auth, session):
-        return ok(await service.list_messages(session, auth, thread_id, limit=limit, after=after))
+        return {"status": "success",
+                "data": await service.list_messages(session, auth, thread_id, limit=limit, after=after)}
 
 
-@router.get("/runs/{run_id}", summary="A run", responses=error_responses(*AUTH_ERRORS, "not_found"))
-async def get_run(run_id: str, request: Request):
+@router.get("/runs/{run_id}", summary="A run", **operation(Run, auth=LOOM, headers=SUBJECT, errors=("not_found",)))
+async def get_run(run_id: UUIDPath, request: Request):
     async with loom_session(request) as (auth, session):
-        return ok(await service.get_run(session, auth, run_id))
+        return {"status": "success", "data": await service.get_run(session, auth, run_id)}
 
 
 @router.get("/runs/{run_id}/trace", summary="A run with its turns, tool calls and attributed API calls",
-            responses=error_responses(*AUTH_ERRORS, "not_found"))
-async def get_trace(run_id: str, request: Request):
+            **operation(Trace, auth=LOOM, headers=SUBJECT, errors=("not_found",)))
+async def get_trace(run_id: UUIDPath, request: Request):
     async with loom_session(request) as (auth, session):
-        return ok(await service.get_trace(session, auth, run_id))
+        return {"status": "success", "data": await service.get_trace(session, auth, run_id)}
 
 
 @router.post("/runs/{run_id}/outcome", summary="Confirm the outcome of a tool call the run awaits",
-             responses=error_responses(*AUTH_ERRORS, *IDEMPOTENT, "not_found", "run_not_awaiting_outcome"),
-             openapi_extra=IDEMPOTENCY_HEADER)
+             **operation(Run, auth=LOOM, headers=(*SUBJECT, "Idempotency-Key"), body=True,
+                         errors=("not_found", "run_not_awaiting_outcome")))
 @idempotent
-async def post_outcome(run_id: str, body: PostOutcome, request: Request, background: BackgroundTasks):
+async def post_outcome(run_id: UUIDPath, body: PostOutcome, request: Request, background: BackgroundTasks):
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)
+        await stage(session, effects)
         response = await commit_response(session, request, ok(data))
     _apply_after_response(request, auth, effects, background)
     return response

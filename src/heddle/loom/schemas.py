@@ -1,10 +1,12 @@
-"""Request bodies of the Loom endpoints."""
+"""Request bodies and read models (response `data`, event payloads) of the Loom endpoints."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from heddle.api.envelope import Credits, NullableTimestamp, ReadModel, Timestamp, UUIDStr
 
 AgentId = Annotated[str, StringConstraints(pattern=r"^agent_[a-z0-9]{1,60}$")]
 
@@ -20,6 +22,8 @@ class CreateThread(BaseModel):
 class PostMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     content: Annotated[str, Field(min_length=1, max_length=32_000)]
+    # What to do while the thread's run is busy (CONTRACT section 12): 409, wait, or cancel it.
+    if_busy: Literal["reject", "enqueue", "interrupt"] = "reject"
 
 
 class PostOutcome(BaseModel):
@@ -27,3 +31,169 @@ class PostOutcome(BaseModel):
     tool_call_id: Annotated[str, Field(min_length=1, max_length=64)]
     state: Literal["occurred", "failed"]
     detail: dict[str, Any] | None = None
+
+
+class PostApproval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tool_call_id: Annotated[str, Field(min_length=1, max_length=64)]
+    approved: Annotated[bool, Field(strict=True)]
+    reason: Annotated[str, Field(max_length=2000)] | None = None
+
+# --- read models: the `data` of Loom responses and the payloads of thread events -----------------
+# The dicts built in heddle.loom.serializers are validated against these classes on the way out
+# (response_model on the routes, `payload()` for events), so these are the one definition.
+
+RunState = Literal["running", "awaiting_input", "awaiting_outcome", "closed", "failed"]
+
+_RUN_ID = "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11"
+_THREAD_ID = "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40"
+
+
+class Thread(ReadModel):
+    """A subject's conversation with one agent."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "id": _THREAD_ID, "agent": "agent_3k9x2m", "subject": "web:alice", "created_at": "2026-01-01T12:00:00Z"}]})
+    id: UUIDStr
+    agent: str = Field(description="The agent's public id, `agent_…`.")
+    subject: str = Field(description="`<channel>:<channel_user_id>`: Service-Subject (relay) or `sub` (direct).")
+    created_at: Timestamp
+
+
+class Message(ReadModel):
+    """One message of a thread; payload of the `message.created` event."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "id": "7c1d2e3f-1111-4a2b-9c3d-4e5f6a7b8c9d", "thread_id": _THREAD_ID, "run_id": _RUN_ID,
+        "role": "assistant", "content": "021000021 is JPMorgan Chase Bank (routing_number).",
+        "created_at": "2026-01-01T12:00:01Z"}]})
+    id: UUIDStr
+    thread_id: UUIDStr
+    run_id: UUIDStr | None
+    role: Literal["user", "assistant"]
+    content: str
+    created_at: Timestamp
+
+
+class Outcome(ReadModel):
+    """What the caller reported for a `confirm` tool call (or an at-most-once call of unknown fate)."""
+
+    state: Literal["occurred", "failed"]
+    detail: dict[str, Any]
+    created_at: NullableTimestamp
+
+
+class ToolCall(ReadModel):
+    """One tool call made by a run."""
+
+    id: UUIDStr
+    name: str
+    patch_ref: str | None = Field(description="The tool host's own reference for the side effect it started.")
+    interaction: str = Field(description="`auto`, `confirm` (the run awaits an outcome) or `approve`.",
+                             examples=["confirm"])
+    status: str = Field(description="`pending`, `succeeded`, `failed`, `awaiting_outcome` or `resolved`.",
+                        examples=["awaiting_outcome"])
+    args: dict[str, Any]
+    result: Any = Field(description="The tool's result (an object), null until it answers.")
+    risk: str = Field(description="`low`, `medium` or `high`.", examples=["low"])
+    reliability: str = Field(description="`idempotent` or `at_most_once`.", examples=["idempotent"])
+    cost_credits: Credits
+    outcome: Outcome | None
+
+
+class ConnectionRef(ReadModel):
+    id: UUIDStr
+    name: str
+
+
+class RunError(ReadModel):
+    code: str = Field(description="A run error code (see `x-run-error-codes`).", examples=["model_error"])
+    message: str
+
+
+class InputPending(ReadModel):
+    type: Literal["input"]
+    question: str | None = Field(description="The question the agent asked the user.")
+
+
+class OutcomePending(ReadModel):
+    type: Literal["outcome"]
+    tool_calls: list[ToolCall] = Field(description="The calls whose outcome the run awaits.")
+
+
+class ApprovalPending(ReadModel):
+    type: Literal["approval"]
+    tool_calls: list[ToolCall] = Field(description="The calls that wait for the caller's approval.")
+
+
+Pending = Annotated[InputPending | OutcomePending | ApprovalPending, Field(discriminator="type")]
+
+_RUN_EXAMPLE = {
+    "id": _RUN_ID, "thread_id": _THREAD_ID, "state": "awaiting_input", "terminal": False, "cost_credits": 0.25,
+    "connection": None, "latest_message": None, "pending": {"type": "input", "question": "Which account?"},
+    "error": None, "created_at": "2026-01-01T12:00:00Z", "updated_at": "2026-01-01T12:00:01Z"}
+
+
+class Run(ReadModel):
+    """One turn of the agent; payload of the `run.updated` event."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_RUN_EXAMPLE]})
+    id: UUIDStr
+    thread_id: UUIDStr
+    state: RunState
+    terminal: bool = Field(description="True when the run will not change again (`closed` or `failed`).")
+    cost_credits: Credits
+    connection: ConnectionRef | None = Field(description="The host used for customer tools, when resolved.")
+    latest_message: Message | None = Field(description="The run's latest assistant message.")
+    pending: Pending | None = Field(description="What the run waits for (awaiting_input / awaiting_outcome).")
+    error: RunError | None = Field(description="Why the run failed (state `failed`).")
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class Turn(ReadModel):
+    """One model turn of a run."""
+
+    seq: int
+    model_class: str
+    input_tokens: int
+    output_tokens: int
+    cost_credits: Credits
+    request: dict[str, Any]
+    response: dict[str, Any]
+    tool_calls: list[ToolCall]
+    created_at: Timestamp
+
+
+class ApiCall(ReadModel):
+    """A data-plane call attributed to the run (Service-Run header, or made by its built-in tools)."""
+
+    request_id: str
+    method: str
+    path: str
+    status: int
+    latency_ms: float | int
+    auth_mode: str | None
+    created_at: Timestamp
+
+
+class Trace(Run):
+    """A run with its turns, tool calls and attributed API calls."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        **_RUN_EXAMPLE, "state": "closed", "terminal": True, "pending": None,
+        "opened_at": "2026-01-01T12:00:00Z", "closed_at": "2026-01-01T12:00:02Z",
+        "turns": [], "api_calls": [], "api_calls_total": 0}]})
+    opened_at: Timestamp
+    closed_at: NullableTimestamp
+    turns: list[Turn]
+    api_calls: list[ApiCall] = Field(description="Newest first, at most 50.")
+    api_calls_total: int = Field(description="Every attributed call; may exceed the length of `api_calls`.")
+
+
+class MessageAccepted(ReadModel):
+    """The 202 answer to a posted message: the run it started or resumed (not the reply)."""
+
+    run_id: UUIDStr
+    message_id: UUIDStr
+    run: Run

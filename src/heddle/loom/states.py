@@ -23,8 +23,11 @@ AWAITING_INPUT = "awaiting_input"
 AWAITING_OUTCOME = "awaiting_outcome"
 CLOSED = "closed"
 FAILED = "failed"
+# A run created by a message posted with `if_busy: enqueue` while another run is active; it
+# starts (-> running) when the run ahead of it ends. Only callers that enqueue ever see it.
+QUEUED = "queued"
 
-STATES = (RUNNING, AWAITING_INPUT, AWAITING_OUTCOME, CLOSED, FAILED)
+STATES = (QUEUED, RUNNING, AWAITING_INPUT, AWAITING_OUTCOME, CLOSED, FAILED)
 TERMINAL = frozenset({CLOSED, FAILED})
 
 # (from state, event) -> to state. Anything not listed is refused.
@@ -35,6 +38,14 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     (RUNNING, "fail"): FAILED,                     # provider error, limits, credits, crash
     (AWAITING_INPUT, "answer"): RUNNING,           # the user's next message answers
     (AWAITING_OUTCOME, "outcome"): RUNNING,        # every awaited tool call has an outcome
+    # Run control (loom/control.py): cancel from any non-terminal state, queued runs, approvals.
+    (RUNNING, "await_approval"): AWAITING_INPUT,   # an `interaction: approve` call asks first
+    (AWAITING_INPUT, "approval"): RUNNING,         # every pending approval is answered
+    (QUEUED, "start"): RUNNING,                    # the run ahead of it ended
+    (QUEUED, "cancel"): FAILED,
+    (RUNNING, "cancel"): FAILED,
+    (AWAITING_INPUT, "cancel"): FAILED,
+    (AWAITING_OUTCOME, "cancel"): FAILED,
 }
 
 
@@ -102,8 +113,13 @@ CALL_FAILED = "failed"
 CALL_AWAITING_OUTCOME = "awaiting_outcome"
 CALL_RESOLVED = "resolved"
 
-CALL_STATUSES = (CALL_PENDING, CALL_SUCCEEDED, CALL_FAILED, CALL_AWAITING_OUTCOME, CALL_RESOLVED)
-CALL_FINAL = frozenset({CALL_SUCCEEDED, CALL_FAILED, CALL_RESOLVED})
+# interaction: approve (loom/approvals.py): a call waits for a person before it is made.
+CALL_AWAITING_APPROVAL = "awaiting_approval"
+CALL_DECLINED = "declined"
+
+CALL_STATUSES = (CALL_PENDING, CALL_SUCCEEDED, CALL_FAILED, CALL_AWAITING_OUTCOME, CALL_RESOLVED,
+                 CALL_AWAITING_APPROVAL, CALL_DECLINED)
+CALL_FINAL = frozenset({CALL_SUCCEEDED, CALL_FAILED, CALL_RESOLVED, CALL_DECLINED})
 
 # (from status, event) -> to status. Nothing leaves a final status.
 CALL_TRANSITIONS: dict[tuple[str, str], str] = {
@@ -111,6 +127,8 @@ CALL_TRANSITIONS: dict[tuple[str, str], str] = {
     (CALL_PENDING, "fail"): CALL_FAILED,                       # the tool refused, or could not be called
     (CALL_PENDING, "await_outcome"): CALL_AWAITING_OUTCOME,    # a confirm tool, or a call of unknown fate
     (CALL_AWAITING_OUTCOME, "resolve"): CALL_RESOLVED,         # the caller posted the outcome
+    (CALL_AWAITING_APPROVAL, "approve"): CALL_PENDING,         # approved: the engine makes the call
+    (CALL_AWAITING_APPROVAL, "decline"): CALL_DECLINED,        # declined, by an answer, a message or a cancel
 }
 
 # What a tool execution's status means as an event.

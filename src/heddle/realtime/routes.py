@@ -9,21 +9,20 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from heddle.api.deps import loom_auth, loom_session, services
-from heddle.api.envelope import error_responses, ok
+from heddle.api.operations import LOOM, operation, raw_request_body
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
 from heddle.loom.queries import visible_thread
+from heddle.realtime.schemas import ChannelAuthEnvelope, RealtimeAuthRequest, RealtimeConfig
 from heddle.realtime.signing import channel_auth, is_valid_socket_id, parse_thread_channel
 
 router = APIRouter(prefix="/v1/loom/realtime", tags=["realtime"])
-AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "subject_header_with_token",
-               "invalid_subject", "rate_limited")
 
 
 @router.get("/config", summary="Public realtime settings for the client (never a secret)",
-            responses=error_responses(*AUTH_ERRORS))
+            **operation(RealtimeConfig, auth=LOOM, headers=("Service-Subject",)))
 async def realtime_config(request: Request, auth: AuthContext = Depends(loom_auth)):
-    return ok(services(request).realtime.public_config(auth.workspace.realtime_enabled))
+    return {"status": "success", "data": services(request).realtime.public_config(auth.workspace.realtime_enabled)}
 
 
 def _auth_body(request: Request, raw: bytes) -> tuple[str, str]:
@@ -54,7 +53,10 @@ def _auth_body(request: Request, raw: bytes) -> tuple[str, str]:
              description=("JSON or form-encoded (as pusher-js sends it) `socket_id` and `channel_name`. "
                           "The answer carries `auth` in `data` and, so that pusher-js's default authorizer "
                           "reads it, also at the top level."),
-             responses=error_responses(*AUTH_ERRORS, "subject_required", "forbidden", "realtime_disabled"))
+             **operation(None, envelope=ChannelAuthEnvelope, auth=LOOM, headers=("Service-Subject",), body=True,
+                         errors=("subject_required", "forbidden", "realtime_disabled"),
+                         request_body=raw_request_body(RealtimeAuthRequest, "application/x-www-form-urlencoded",
+                                                       "application/json")))
 async def realtime_auth(request: Request):
     # The whole body before any database session: a client that sends half a body must not
     # hold a pooled connection while it waits (the middleware has buffered it already; this

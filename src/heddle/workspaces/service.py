@@ -56,6 +56,7 @@ async def update_workspace(
     mint_url: str | None = None, rotate_request_secret: bool = False,
     realtime: bool | None = None, clear_jwks: bool = False,
     rate_limit_per_key: str | None = None, rate_limit_per_subject: str | None = None,
+    retention_days: int | None = None,
 ) -> Workspace:
     ws = await get_workspace(session, workspace_id)
     if jwks_uri is not None:
@@ -83,6 +84,10 @@ async def update_workspace(
         ws.rate_limit_per_key = normalise_rule(rate_limit_per_key)
     if rate_limit_per_subject is not None:
         ws.rate_limit_per_subject = normalise_rule(rate_limit_per_subject)
+    if retention_days is not None:  # 0 keeps threads for ever (clears the setting)
+        if isinstance(retention_days, bool) or not 0 <= retention_days <= 36_500:
+            raise ValueError("retention_days: must be a whole number of days from 0 (keep) to 36500")
+        ws.retention_days = retention_days or None
     ws.updated_at = utcnow()
     await session.flush()
     return ws
@@ -96,6 +101,7 @@ def workspace_dict(ws: Workspace, *, reveal_secret: bool) -> dict[str, Any]:
         "request_secret": secret, "mint_url": ws.mint_url, "realtime": ws.realtime_enabled,
         "rate_limit_per_key": ws.rate_limit_per_key or "default",
         "rate_limit_per_subject": ws.rate_limit_per_subject or "default",
+        "retention_days": ws.retention_days,
         "created_at": iso(ws.created_at), "updated_at": iso(ws.updated_at),
     }
 

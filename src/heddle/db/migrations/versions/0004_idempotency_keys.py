@@ -1,4 +1,5 @@
-"""idempotency_keys: the first response of each Idempotency-Key, per workspace, for 24 hours
+"""idempotency_keys (the first response of each Idempotency-Key, per workspace, for 24 hours);
+workspaces.rate_limit_per_key / rate_limit_per_subject (a workspace's own rate-limit rules)
 
 Revision ID: 0004
 Revises: 0003
@@ -29,8 +30,14 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint('workspace_id', 'key', name=op.f('pk_idempotency_keys')),
     )
     op.create_index('ix_idempotency_keys_created_at', 'idempotency_keys', ['created_at'], unique=False)
+    with op.batch_alter_table('workspaces') as batch:
+        batch.add_column(sa.Column('rate_limit_per_key', sa.String(length=200), nullable=True))
+        batch.add_column(sa.Column('rate_limit_per_subject', sa.String(length=200), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('workspaces') as batch:
+        batch.drop_column('rate_limit_per_subject')
+        batch.drop_column('rate_limit_per_key')
     op.drop_index('ix_idempotency_keys_created_at', table_name='idempotency_keys')
     op.drop_table('idempotency_keys')

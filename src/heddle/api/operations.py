@@ -1,0 +1,124 @@
+"""How a route declares itself: its typed success body, who may call it, its headers, its errors.
+
+Every `/v1` route spreads `**operation(...)` into its decorator, so the OpenAPI document (and the
+clients generated from it) knows the success body, the security schemes, the Heddle headers and
+the error codes of each operation:
+
+    @router.get("/runs/{run_id}", summary="A run",
+                **operation(Run, auth=LOOM, headers=("Service-Subject",), errors=("not_found",)))
+    async def get_run(...) -> dict: return {"status": "success", "data": ...}
+
+The handler returns the envelope as a dict (or model); FastAPI validates it against
+`Envelope[Run]` and serialises it, so a field missing from the read model fails loudly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Any
+
+from fastapi import Path
+from pydantic import BaseModel
+
+from heddle.api.envelope import Envelope, error_responses
+from heddle.errors import ERROR_CODES
+
+# A path id: documented as a UUID, taken as a string so that a malformed id is a plain 404
+# (`not_found`), exactly like an unknown one, rather than a validation error.
+UUIDPath = Annotated[str, Path(json_schema_extra={"format": "uuid"})]
+
+# Security requirements (the schemes themselves are in heddle.api.openapi).
+WORKSPACE_KEY: list[dict[str, list[str]]] = [{"workspaceKey": []}]
+LOOM: list[dict[str, list[str]]] = [{"workspaceKey": []}, {"sessionToken": []}]
+
+HEADERS: dict[str, dict[str, Any]] = {
+    "Service-Subject": {
+        "description": ("Relay mode (workspace key) only: the person the backend acts for, "
+                        "`<channel>:<channel_user_id>`. Must not be sent with a session token."),
+        "schema": {"type": "string", "maxLength": 288, "pattern": r"^[a-z0-9_\-]+:.+$"},
+        "example": "web:alice",
+    },
+    "Service-Connection": {
+        "description": ("Relay mode only: the connection (id or name) whose host serves the agent's unpinned "
+                        "tools. Direct mode uses the token's `conn` claim."),
+        "schema": {"type": "string", "maxLength": 100},
+        "example": "payments",
+    },
+    "Service-Run": {
+        "description": "Attribute this call to a Loom run of the same workspace (it then appears in the trace).",
+        "schema": {"type": "string", "format": "uuid"},
+    },
+    "Idempotency-Key": {
+        "description": ("Safe retries: the same key with the same body replays the first response "
+                        "(`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. "
+                        "Kept 24 hours per workspace."),
+        "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+    },
+}
+# Idempotency-Key is declared once the server implements it (its error code is in the table).
+_HEADER_NEEDS_CODE = {"Idempotency-Key": "idempotency_key_reused"}
+
+# Errors every /v1 operation can give, when their codes exist.
+_COMMON = ("unauthorized", "rate_limited", "headers_too_large")
+_LOOM_AUTH = ("secret_key_in_browser", "origin_not_allowed", "subject_header_with_token", "invalid_subject")
+_BODY = ("payload_too_large", "unsupported_media_type")
+
+
+def header_parameter(name: str, *, required: bool = False) -> dict[str, Any]:
+    spec = HEADERS[name]
+    param = {"name": name, "in": "header", "required": required, "description": spec["description"],
+             "schema": spec["schema"]}
+    if "example" in spec:
+        param["example"] = spec["example"]
+    return param
+
+
+def operation(data: Any, *, auth: list[dict[str, list[str]]], headers: Iterable[str] = (),
+              required_headers: Iterable[str] = (), errors: Sequence[str] = (), body: bool = False,
+              status_code: int = 200, also: dict[int, str] | None = None,
+              request_body: dict[str, Any] | None = None, envelope: Any = None) -> dict[str, Any]:
+    """Route keyword arguments for one operation.
+
+    `data`: the read model of `data` in the success envelope. `auth`: WORKSPACE_KEY or LOOM.
+    `headers`/`required_headers`: names from HEADERS (Service-Run is added to every operation).
+    `errors`: the operation's own error codes. `body`: it takes a request body (413/415 apply).
+    `also`: other success statuses with their description (same body). `request_body`: an
+    explicit OpenAPI requestBody (for handlers that read the body themselves). `envelope`: a
+    whole success body other than `Envelope[data]` (pusher-js's channel auth).
+    """
+    codes = list(_COMMON)
+    if auth is LOOM:
+        codes += _LOOM_AUTH
+    else:
+        codes.append("secret_key_in_browser")
+    if body:
+        codes += _BODY
+    if "Idempotency-Key" in (*headers, *required_headers):
+        codes.append("idempotency_key_reused")
+    codes += errors
+    envelope = envelope or Envelope[data]
+    responses: dict[int | str, dict[str, Any]] = error_responses(*codes)
+    for status, description in (also or {}).items():
+        responses[status] = {"model": envelope, "description": description}
+    required = set(required_headers)
+    parameters = [header_parameter(name, required=name in required)
+                  for name in (*required_headers, *headers, "Service-Run")
+                  if name not in _HEADER_NEEDS_CODE or _HEADER_NEEDS_CODE[name] in ERROR_CODES]
+    extra: dict[str, Any] = {"security": auth, "parameters": parameters}
+    if request_body is not None:
+        extra["requestBody"] = request_body
+    return {"response_model": envelope, "status_code": status_code, "responses": responses,
+            "openapi_extra": extra}
+
+
+# Models referenced only from hand-written OpenAPI fragments (request bodies a handler parses
+# itself); heddle.api.openapi adds them to the document's components.
+EXTRA_SCHEMAS: list[type[BaseModel]] = []
+
+
+def raw_request_body(model: type[BaseModel], *media_types: str) -> dict[str, Any]:
+    """A requestBody for `model` under each media type, for a handler that reads the body itself."""
+    if model not in EXTRA_SCHEMAS:
+        EXTRA_SCHEMAS.append(model)
+    ref = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {"required": True, "content": {m: {"schema": ref} for m in media_types or ("application/json",)}}

@@ -1,0 +1,180 @@
+"""`AsyncHeddle`: the asyncio twin of heddle.client.sync.Heddle (same calls, awaited)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import httpx
+from httpx_sse import aconnect_sse
+
+from heddle.api.envelope import Page
+from heddle.client import _core as c
+from heddle.client.errors import RunWaitTimeout
+from heddle.identify.schemas import IdentifyResult
+from heddle.loom.schemas import Message, MessageAccepted, Run, Thread, Trace
+from heddle.realtime.schemas import RealtimeConfig
+from heddle.workspaces.schemas import Workspace
+
+
+class AsyncHeddle:
+    """A Heddle server, called with a workspace key (relay) or a session token (direct).
+
+    Relay: `Heddle(base_url, api_key="sk_…", subject="web:alice")` (subject may also be given per
+    call). Direct: `Heddle(base_url, token=jwt)` or `get_token=callable` (called for each request;
+    cache in it). Connection failures are retried by httpx's transport (`retries`), each POST with
+    the same generated Idempotency-Key.
+    """
+
+    def __init__(self, base_url: str, *, api_key: str | None = None, token: str | None = None,
+                 get_token: Callable[[], Any] | None = None, subject: str | None = None,
+                 connection: str | None = None, timeout: float = 30.0, retries: int = c.DEFAULT_RETRIES,
+                 poll_interval: float = 0.2, transport: httpx.AsyncBaseTransport | None = None):
+        self.auth = c.Auth(api_key, token, get_token, subject, connection)
+        self.poll_interval = poll_interval
+        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout,
+                                  transport=transport or httpx.AsyncHTTPTransport(retries=retries))
+        self.loom = AsyncLoom(self)
+
+    async def _bearer(self) -> dict[str, str]:
+        a = self.auth
+        credential = a.api_key or a.token
+        if credential is None:
+            credential = a.get_token()
+            if inspect.isawaitable(credential):
+                credential = await credential
+        return {"Authorization": f"Bearer {credential}"}
+
+    async def request(self, call: c.Call) -> Any:
+        try:
+            response = await self._http.request(call.method, call.path, json=call.body, params=call.params,
+                                          headers={**(await self._bearer()), **call.headers})
+        except httpx.TransportError as exc:
+            raise c.transport_error(exc) from exc
+        return c.parse(response, call.model)
+
+    async def workspace(self) -> Workspace:
+        return await self.request(c.workspace())
+
+    async def identify(self, identifier: str, *, rail: str | None = None, country: str | None = None,
+                 account_number: str | None = None, idempotency_key: str | None = None) -> IdentifyResult:
+        return await self.request(c.identify(identifier, rail, country, account_number, idempotency_key))
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncHeddle:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class AsyncRunHandle:
+    """The answer to a posted message: the run it started or resumed, and `wait()` for it."""
+
+    def __init__(self, loom: AsyncLoom, accepted: MessageAccepted, thread_id: str, subject: str | None):
+        self._loom, self.accepted, self.thread_id, self.subject = loom, accepted, thread_id, subject
+        self.run_id, self.message_id, self.run = accepted.run_id, accepted.message_id, accepted.run
+
+    async def wait(self, *, until: Iterable[str] = c.SETTLED, timeout: float = 60.0) -> Run:
+        self.run = await self._loom.wait(self.run_id, subject=self.subject, until=until, timeout=timeout)
+        return self.run
+
+
+class AsyncLoom:
+    def __init__(self, client: AsyncHeddle):
+        self._c = client
+
+    async def open_thread(self, agent: str, *, subject: str | None = None,
+                          idempotency_key: str | None = None) -> Thread:
+        return await self._c.request(c.open_thread(self._c.auth, agent, subject, idempotency_key))
+
+    async def list_threads(self, *, subject: str | None = None, agent: str | None = None, limit: int = 20,
+                     after: str | None = None) -> Page[Thread]:
+        return await self._c.request(c.list_threads(self._c.auth, subject, agent, limit, after))
+
+    async def post_message(self, thread_id: str, content: str, *, subject: str | None = None,
+                     connection: str | None = None, idempotency_key: str | None = None,
+                     **extra: Any) -> AsyncRunHandle:
+        """Post a user message (it starts a run, or answers the run awaiting input)."""
+        call = c.post_message(self._c.auth, thread_id, content, subject, connection, idempotency_key, extra)
+        return AsyncRunHandle(self, await self._c.request(call), thread_id, subject)
+
+    async def send(self, agent: str, content: str, *, subject: str | None = None,
+                   connection: str | None = None) -> AsyncRunHandle:
+        """Open (or reuse) the subject's thread with `agent` and post `content` to it."""
+        thread = await self.open_thread(agent, subject=subject)
+        return await self.post_message(thread.id, content, subject=subject, connection=connection)
+
+    async def list_messages(self, thread_id: str, *, subject: str | None = None, limit: int = 50,
+                      after: str | None = None) -> Page[Message]:
+        return await self._c.request(c.list_messages(self._c.auth, thread_id, subject, limit, after))
+
+    async def get_run(self, run_id: str, *, subject: str | None = None) -> Run:
+        return await self._c.request(c.get_run(self._c.auth, run_id, subject))
+
+    async def get_trace(self, run_id: str, *, subject: str | None = None) -> Trace:
+        return await self._c.request(c.get_trace(self._c.auth, run_id, subject))
+
+    async def post_outcome(self, run_id: str, tool_call_id: str, state: str, *, detail: dict[str, Any] | None = None,
+                     subject: str | None = None, idempotency_key: str | None = None) -> Run:
+        return await self._c.request(c.post_outcome(self._c.auth, run_id, tool_call_id, state, detail, subject,
+                                              idempotency_key))
+
+    async def approve(self, run_id: str, tool_call_id: str, approved: bool, *, reason: str | None = None,
+                subject: str | None = None, idempotency_key: str | None = None) -> Run:
+        return await self._c.request(c.approve(self._c.auth, run_id, tool_call_id, approved, reason, subject,
+                                         idempotency_key))
+
+    async def cancel(self, run_id: str, *, subject: str | None = None, idempotency_key: str | None = None) -> Run:
+        return await self._c.request(c.cancel(self._c.auth, run_id, subject, idempotency_key))
+
+    async def realtime_config(self, *, subject: str | None = None) -> RealtimeConfig:
+        return await self._c.request(c.realtime_config(self._c.auth, subject))
+
+    async def wait(self, run_id: str, *, subject: str | None = None, until: Iterable[str] = c.SETTLED,
+             timeout: float = 60.0) -> Run:
+        """The run once its state is in `until` (default: settled: closed, failed or awaiting).
+
+        Follows the run's event stream (`GET /v1/loom/runs/{id}/events`) when the server offers
+        it, and polls `GET /v1/loom/runs/{id}` otherwise (or after the stream ends early).
+        """
+        wanted, deadline = frozenset(until), time.monotonic() + timeout
+        run = await self.get_run(run_id, subject=subject)
+        if run.state in wanted:
+            return run
+        streamed = await self._follow_events(run_id, subject, wanted, deadline)
+        if streamed is not None:
+            return streamed
+        delay = self._c.poll_interval
+        while time.monotonic() < deadline:
+            run = await self.get_run(run_id, subject=subject)
+            if run.state in wanted:
+                return run
+            await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 1.5, 2.0)
+        raise RunWaitTimeout(run, timeout)
+
+    async def _follow_events(self, run_id: str, subject: str | None, wanted: frozenset[str],
+                             deadline: float) -> Run | None:
+        if getattr(self._c, "_no_event_stream", False):
+            return None
+        headers = {**(await self._c._bearer()), **self._c.auth.loom_headers(subject), "Accept": "text/event-stream"}
+        try:
+            async with aconnect_sse(self._c._http, "GET", f"/v1/loom/runs/{run_id}/events", headers=headers,
+                             timeout=httpx.Timeout(max(0.1, deadline - time.monotonic()))) as source:
+                if not c.is_event_stream(source.response):
+                    if source.response.status_code in (404, 405):
+                        self._c._no_event_stream = True  # an older server: poll from now on
+                    return None
+                async for event in source.aiter_sse():
+                    if event.event == "run.updated" and (run := c.run_from_event(event.data)) is not None:
+                        if run.state in wanted:
+                            return run
+        except httpx.HTTPError:
+            return None  # the stream broke or timed out: polling decides
+        return None

@@ -1,0 +1,4 @@
+"""The clients' tests reuse the real tool host of the hosted-runs tests (a `confirm` tool gives
+the run an outcome to await)."""
+
+from hosted_runs.conftest import TOOLS, ToolHost, toolhost  # noqa: F401  (fixture re-exported)

@@ -1,0 +1,62 @@
+"""The JS/TS client (clients/js) in Node's test runner against a real server, and its generated
+types checked to be current with the server's OpenAPI document."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.node
+
+JS = Path(__file__).parents[2] / "clients" / "js"
+SERVER_SETTINGS = {"outbound_timeout": 2.0}
+
+
+@pytest.fixture(scope="session")
+def js_client() -> Path:
+    """clients/js with its locked dependencies, installed once with `npm ci`."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        if os.environ.get("CI"):
+            pytest.fail("the JS client tests need node and npm on PATH (CI is set, so this is an error)")
+        pytest.skip("the JS client tests need node and npm on PATH")
+    lock = json.loads((JS / "package-lock.json").read_text())
+    installed = JS / "node_modules" / ".package-lock.json"
+    if not installed.exists() or json.loads(installed.read_text()).get("packages", {}).keys() != {
+            k for k in lock["packages"] if k}:
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=JS, check=True,
+                       stdout=subprocess.DEVNULL, timeout=600)
+    return JS
+
+
+def test_generated_types_are_current(js_client, server, tmp_path):
+    from heddle.api.openapi import document_json
+
+    with server.client() as c:
+        served = c.get("/openapi.json").json()
+    committed = json.loads((js_client / "openapi.json").read_text())
+    assert committed == served == json.loads(document_json()), (
+        "clients/js/openapi.json is stale: run `make js-types`")
+    out = tmp_path / "schema.d.ts"
+    subprocess.run([str(js_client / "node_modules" / ".bin" / "openapi-typescript"), str(js_client / "openapi.json"),
+                    "-o", str(out)], check=True, capture_output=True, timeout=120)
+    assert out.read_text() == (js_client / "src" / "schema.d.ts").read_text(), (
+        "clients/js/src/schema.d.ts is stale: run `make js-types`")
+    tsc = subprocess.run([str(js_client / "node_modules" / ".bin" / "tsc"), "-p", "tsconfig.json"], cwd=js_client,
+                         capture_output=True, text=True, timeout=180)
+    assert tsc.returncode == 0, tsc.stdout + tsc.stderr
+
+
+def test_js_client_against_a_real_server(js_client, server, tenant, toolhost):
+    subject = "web:js-direct"
+    config = {"baseUrl": server.base_url, "apiKey": tenant.secret, "workspaceId": tenant.workspace_id,
+              "agent": tenant.agent, "token": toolhost.mint_token(subject), "directSubject": subject}
+    proc = subprocess.run(["node", "--test", "--test-reporter=spec", "test/"], cwd=js_client, capture_output=True,
+                          text=True, timeout=180, env={**os.environ, "HEDDLE_JS_TEST": json.dumps(config)})
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "pass 5" in proc.stdout and "fail 0" in proc.stdout, proc.stdout[-2000:]
