@@ -6,23 +6,28 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from heddle.api.deps import loom_session, services
-from heddle.api.envelope import error_responses
+from heddle.api.operations import LOOM, UUIDPath, operation
 from heddle.loom import queries as q
-from heddle.loom.routes import AUTH_ERRORS
+from heddle.loom.routes import SUBJECT
 from heddle.loom.sse import RunEventStream, parse_event_id
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
+# Declared like every Loom read (security, Service-Subject, error codes), but the 200 body is
+# an event stream, not a JSON envelope.
+_OPERATION = operation(None, envelope=dict, auth=LOOM, headers=SUBJECT, errors=("not_found",))
+del _OPERATION["response_model"]
+_OPERATION["responses"][200] = {
+    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    "description": "`run.updated`, `message.created` and `message.delta` events, each with `id:` (the "
+                   "run's event sequence); the stream ends after the terminal event"}
+
 
 @router.get("/runs/{run_id}/events", response_class=StreamingResponse,
-            summary="The run's events as Server-Sent Events, resumable with Last-Event-ID",
-            responses={200: {"content": {"text/event-stream": {}},
-                             "description": "`run.updated`, `message.created` and `message.delta` events, "
-                                            "each with `id:`; the stream ends after the terminal event"},
-                       **error_responses(*AUTH_ERRORS, "not_found")})
-async def run_events(run_id: str, request: Request,
+            summary="The run's events as Server-Sent Events, resumable with Last-Event-ID", **_OPERATION)
+async def run_events(run_id: UUIDPath, request: Request,
                      last_event_id_header: str | None = Header(None, alias="Last-Event-ID", max_length=20),
                      last_event_id: str | None = Query(None, max_length=20,
                                                        description="For clients that cannot set the header"),

@@ -43,7 +43,8 @@ class PostApproval(BaseModel):
 # The dicts built in heddle.loom.serializers are validated against these classes on the way out
 # (response_model on the routes, `payload()` for events), so these are the one definition.
 
-RunState = Literal["running", "awaiting_input", "awaiting_outcome", "closed", "failed"]
+# `queued`: posted with `if_busy: enqueue` behind a busy run; it starts when that run ends.
+RunState = Literal["queued", "running", "awaiting_input", "awaiting_outcome", "closed", "failed"]
 
 _RUN_ID = "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11"
 _THREAD_ID = "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40"
@@ -83,6 +84,18 @@ class Outcome(ReadModel):
     created_at: NullableTimestamp
 
 
+class Approval(ReadModel):
+    """The approval record of an `interaction: approve` tool call (CONTRACT section 12)."""
+
+    model_config = ConfigDict(extra="allow")  # rule details vary with the agent file's rule
+    required: bool
+    why: str | None = None
+    approved: bool | None = None
+    by: dict[str, Any] | None = None
+    at: NullableTimestamp = None
+    reason: str | None = None
+
+
 class ToolCall(ReadModel):
     """One tool call made by a run."""
 
@@ -99,6 +112,8 @@ class ToolCall(ReadModel):
     reliability: str = Field(description="`idempotent` or `at_most_once`.", examples=["idempotent"])
     cost_credits: Credits
     outcome: Outcome | None
+    approval: Approval | None = Field(description="For `interaction: approve` calls: whether approval was "
+                                      "required and why, and who answered, when and with what reason.")
 
 
 class ConnectionRef(ReadModel):
@@ -189,6 +204,8 @@ class Trace(Run):
     turns: list[Turn]
     api_calls: list[ApiCall] = Field(description="Newest first, at most 50.")
     api_calls_total: int = Field(description="Every attributed call; may exceed the length of `api_calls`.")
+    control: dict[str, Any] = Field(description="Run control: how the run was queued or started, cancelled or "
+                                    "interrupted, by whom and when (empty when none of these happened).")
 
 
 class MessageAccepted(ReadModel):
@@ -197,3 +214,53 @@ class MessageAccepted(ReadModel):
     run_id: UUIDStr
     message_id: UUIDStr
     run: Run
+
+
+class RunRef(ReadModel):
+    id: UUIDStr
+    state: RunState
+
+
+class ThreadDetail(Thread):
+    """`GET /v1/loom/threads/{id}`: the Thread with its latest run and queue."""
+
+    latest_run: RunRef | None = Field(description="The thread's latest run that has started, if any.")
+    queued_messages: int = Field(description="Messages posted with `if_busy: enqueue` still waiting.")
+    last_message_at: NullableTimestamp
+
+
+class ErasedCounts(ReadModel):
+    threads: int
+    messages: int
+    runs: int
+    turns: int
+    tool_calls: int
+    ledger_entries_cut: int = Field(description="Ledger entries kept (their amounts stay) with their reference cut.")
+
+
+class ThreadDeleted(ReadModel):
+    id: UUIDStr
+    deleted: bool
+    erased: ErasedCounts
+
+
+class SubjectErased(ReadModel):
+    subject: str
+    deleted: bool
+    erased: ErasedCounts
+
+
+class MessageDelta(ReadModel):
+    """Payload of the `message.delta` event: one piece of a reply while the model writes it."""
+
+    run_id: UUIDStr
+    message_id: UUIDStr
+    seq: int = Field(description="1, 2, 3 … within the message; the pieces joined in order are its content.")
+    delta: str
+
+
+class ThreadDeletedEvent(ReadModel):
+    """Payload of the `thread.deleted` event."""
+
+    thread_id: UUIDStr
+    reason: str = Field(description="`deleted` (DELETE thread or subject) or `retention`.")
