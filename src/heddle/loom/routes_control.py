@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, BackgroundTasks, Request
 
 from heddle.api.deps import loom_session, services
@@ -12,6 +14,7 @@ from heddle.loom.routes import AUTH_ERRORS, _apply_after_response
 from heddle.loom.schemas import PostApproval
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
+FLUSH_WAIT_SECONDS = 2.0
 
 
 @router.post("/runs/{run_id}/cancel", summary="Cancel a run (idempotent)",
@@ -46,6 +49,7 @@ async def get_thread(thread_id: str, request: Request):
 @router.delete("/threads/{thread_id}", summary="Erase a thread: its messages, runs, turns and tool calls",
                responses=error_responses(*AUTH_ERRORS, "subject_required", "not_found"))
 async def delete_thread(thread_id: str, request: Request, background: BackgroundTasks):
+    await _flush_request_log(request)
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await erasure.delete_thread(session, auth, thread_id, effects)
@@ -59,6 +63,7 @@ async def delete_thread(thread_id: str, request: Request, background: Background
                responses=error_responses(*AUTH_ERRORS, "forbidden"))
 async def delete_subject(subject: str, request: Request, background: BackgroundTasks):
     request.state.log_path = f"/v1/loom/subjects/{erasure.ERASED}"  # never log the person's id
+    await _flush_request_log(request)
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await erasure.delete_subject(session, auth, subject, effects)
@@ -66,3 +71,14 @@ async def delete_subject(subject: str, request: Request, background: BackgroundT
     services(request).subject_tokens.invalidate(auth.workspace_id, data["subject"])
     _apply_after_response(request, auth, effects, background)
     return ok(data)
+
+
+async def _flush_request_log(request: Request) -> None:
+    """Write this process's queued request-log rows first, so the erasure redacts them too
+    (rows are batched off the request path; one queued before the erase would keep the id)."""
+    writer = services(request).request_log
+    if writer is not None:
+        try:  # bounded: under steady traffic the queue is never quite empty
+            await asyncio.wait_for(writer.flush(), FLUSH_WAIT_SECONDS)
+        except TimeoutError:
+            pass
