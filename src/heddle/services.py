@@ -41,6 +41,7 @@ class Services:
         self.identify = None  # heddle.identify.service.IdentifyService
         self.jwks = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.sqlite_lock: str | None = None  # heddle.db.sqlite_owner
 
     def database(self) -> Database:
         if self.db is None:
@@ -49,6 +50,10 @@ class Services:
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
+        from heddle.db import sqlite_owner
+
+        # Before anything touches the file: a second server on it refuses to start.
+        self.sqlite_lock = sqlite_owner.hold(self.settings.database_url)
         self.db = Database(self.settings.database_url)
         if self.settings.migrate_on_start:
             await upgrade(self.settings.database_url, engine=self.db.engine)
@@ -125,6 +130,10 @@ class Services:
             await self.request_log.stop()
         if self.db:
             await self.db.dispose()
+        from heddle.db import sqlite_owner
+
+        sqlite_owner.release(self.sqlite_lock)
+        self.sqlite_lock = None
         self.started = False
 
     @asynccontextmanager

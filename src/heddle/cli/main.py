@@ -30,6 +30,7 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
 
     from heddle.app import create_app
     from heddle.config import Settings
+    from heddle.db import sqlite_owner
 
     overrides: dict = {}
     if database_url:
@@ -41,6 +42,11 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     if dev:
         overrides.update(dev=True, log_json=False)
     settings = Settings(**overrides)
+    try:  # held until the process exits; refused in one clear line rather than a start-up traceback
+        sqlite_owner.hold(settings.database_url)
+    except sqlite_owner.DatabaseInUse as exc:
+        typer.echo(f"heddle serve: {exc}", err=True)
+        raise typer.Exit(1) from None
     # 64 KiB WebSocket frames at most: the Pusher protocol's own limit is 10 KiB per message.
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, ws="websockets-sansio",
                 ws_max_size=64 * 1024, log_level=settings.log_level.lower(), access_log=False, lifespan="on")
