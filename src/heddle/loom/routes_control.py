@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, BackgroundTasks, Request
 
 from heddle.api.deps import loom_session, services
@@ -15,6 +17,7 @@ from heddle.loom.run_events import stage
 from heddle.loom.schemas import PostApproval, Run, SubjectErased, ThreadDeleted, ThreadDetail
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
+FLUSH_WAIT_SECONDS = 2.0
 
 
 @router.post("/runs/{run_id}/cancel", summary="Cancel a run (idempotent)",
@@ -54,6 +57,7 @@ async def get_thread(thread_id: UUIDPath, request: Request):
 @router.delete("/threads/{thread_id}", summary="Erase a thread: its messages, runs, turns and tool calls",
                **operation(ThreadDeleted, auth=LOOM, headers=SUBJECT, errors=("subject_required", "not_found")))
 async def delete_thread(thread_id: UUIDPath, request: Request, background: BackgroundTasks):
+    await _flush_request_log(request)
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await erasure.delete_thread(session, auth, thread_id, effects)
@@ -67,6 +71,7 @@ async def delete_thread(thread_id: UUIDPath, request: Request, background: Backg
                **operation(SubjectErased, auth=WORKSPACE_KEY, errors=("forbidden", "invalid_subject")))
 async def delete_subject(subject: str, request: Request, background: BackgroundTasks):
     request.state.log_path = f"/v1/loom/subjects/{erasure.ERASED}"  # never log the person's id
+    await _flush_request_log(request)
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await erasure.delete_subject(session, auth, subject, effects)
@@ -74,3 +79,14 @@ async def delete_subject(subject: str, request: Request, background: BackgroundT
     services(request).subject_tokens.invalidate(auth.workspace_id, data["subject"])
     await _apply_after_response(request, auth, effects, background)
     return ok(data)
+
+
+async def _flush_request_log(request: Request) -> None:
+    """Write this process's queued request-log rows first, so the erasure redacts them too
+    (rows are batched off the request path; one queued before the erase would keep the id)."""
+    writer = services(request).request_log
+    if writer is not None:
+        try:  # bounded: under steady traffic the queue is never quite empty
+            await asyncio.wait_for(writer.flush(), FLUSH_WAIT_SECONDS)
+        except TimeoutError:
+            pass
