@@ -45,7 +45,9 @@ class Server:
         self.db_url = f"sqlite+aiosqlite:///{Path(self.dir.name) / 'bench.db'}"
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "HEDDLE_DATABASE_URL": self.db_url, "HEDDLE_LOG_LEVEL": "WARNING", **env}
+        # Rate limits off: the benchmarks measure the server, not the limiter's refusals.
+        self.env = {**os.environ, "HEDDLE_DATABASE_URL": self.db_url, "HEDDLE_LOG_LEVEL": "WARNING",
+                    "HEDDLE_RATE_LIMIT_PER_KEY": "off", "HEDDLE_RATE_LIMIT_PER_SUBJECT": "off", **env}
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> Server:

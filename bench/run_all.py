@@ -17,6 +17,7 @@ BENCHES = [
     ("identify_http.py", ["--seconds", "3"]),
     ("loom_latency.py", ["--rounds", "10"]),
     ("realtime.py", ["--subscribers", "1000", "--messages", "30"]),
+    ("streaming.py", ["--messages", "30"]),
     ("direct_vs_relay.py", ["--requests", "2000"]),
     ("typed_responses.py", []),
 ]

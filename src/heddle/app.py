@@ -12,12 +12,15 @@ from heddle.api.middleware import RequestContextMiddleware
 from heddle.api.openapi import install_openapi
 from heddle.api.system import router as system_router
 from heddle.config import Settings, get_settings
+from heddle.deployment import check_deployment
 from heddle.identify.routes import router as identify_router
+from heddle.loom.events_routes import router as loom_events_router
 from heddle.loom.routes import router as loom_router
+from heddle.loom.routes_control import router as loom_control_router
 from heddle.observability.logging import configure_logging
 from heddle.realtime.routes import router as realtime_router
 from heddle.realtime.server import build_realtime_router
-from heddle.services import Services
+from heddle.services import AppServices
 from heddle.workspaces.routes import router as workspace_router
 from heddle.workspaces.service import origin_allowed_anywhere
 
@@ -36,8 +39,9 @@ Every response is an envelope: `{"status": "success", "data": ...}` or
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    check_deployment(settings)  # DeploymentError: a clear message, before anything starts
     configure_logging(settings.log_level, settings.log_json)
-    svc = Services(settings)
+    svc = AppServices(settings)
     app = FastAPI(
         title="Heddle", version=API_VERSION, description=DESCRIPTION, lifespan=svc.lifespan,
         # /docs and /redoc come from packaged assets (heddle.api.docs_ui), not a CDN.
@@ -51,9 +55,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.services = svc
     install_error_handlers(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes,
-                       metrics=svc.metrics, request_log=lambda: svc.request_log)
+                       metrics=svc.metrics, request_log=lambda: svc.container.request_log if svc.container else None,
+                       max_header_bytes=settings.max_header_bytes, max_header_count=settings.max_header_count,
+                       max_json_depth=settings.max_json_depth, body_timeout=settings.body_timeout,
+                       access_log=settings.access_log)
     async def origin_allowed(origin: str) -> bool:
-        async with svc.database().session() as session:
+        async with svc.get().db.session() as session:
             return await origin_allowed_anywhere(session, origin)
 
     app.add_middleware(CorsMiddleware, origin_allowed=origin_allowed)
@@ -61,6 +68,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(workspace_router)
     app.include_router(identify_router)
     app.include_router(loom_router)
+    app.include_router(loom_control_router)
+    app.include_router(loom_events_router)
     app.include_router(realtime_router)
     if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}
         app.include_router(build_realtime_router(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -25,6 +25,33 @@ class Settings(BaseSettings):
     log_json: bool = True
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     migrate_on_start: bool = True
+    access_log: bool = True  # one log line per request (method, route, status, ms, request id)
+
+    # --- request limits (heddle/api/limits.py) ---
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024)  # all headers together: 431 beyond
+    max_header_count: int = Field(default=100, ge=8)
+    max_json_depth: int = Field(default=64, ge=2)
+    body_timeout: float = Field(default=30.0, gt=0)  # a body not fully sent by then: 408
+    request_log_retention_days: float = Field(default=30.0, gt=0)
+    request_log_prune_interval: float = Field(default=3600.0, gt=0)
+
+    # --- safe retries (Idempotency-Key) ---
+    idempotency_ttl_hours: float = Field(default=24.0, gt=0)
+    idempotency_prune_interval_s: float = Field(default=600.0, gt=0)
+    fault_pause_after_commit_s: float = Field(default=0.0, ge=0)  # crash tests only; see configuration.md
+
+    # --- rate limits (`limits` notation; "off" disables; a workspace may override each) ---
+    rate_limit_per_key: str = "100/second;3000/minute"
+    rate_limit_per_subject: str = "10/second;300/minute"
+    rate_limit_storage: str = "memory://"  # or redis://host:6379 to share counters between processes
+
+    @field_validator("rate_limit_per_key", "rate_limit_per_subject")
+    @classmethod
+    def _rate_limit_rule(cls, value: str) -> str:
+        from heddle.ratelimit.rules import parse_rule
+
+        parse_rule(value)  # a typo stops the server at start with the rule's own message
+        return value
 
     # --- billing (credits are shown as numbers, kept as integer micro-credits) ---
     identify_price_credits: float = Field(default=1.0, ge=0)
@@ -34,7 +61,15 @@ class Settings(BaseSettings):
     run_max_turns: int = Field(default=16, ge=1)
     run_max_seconds: float = Field(default=300.0, gt=0)
     run_concurrency: int = Field(default=64, ge=1)
+    # How long an executor holds a run without renewing (it renews every third of it), and how
+    # often a process looks for runs whose holder's lease expired (heddle/loom/lease.py).
+    run_lease_seconds: float = Field(default=30.0, ge=0.5)
+    run_sweep_seconds: float = Field(default=10.0, ge=0.1)
     tool_call_price_credits: float = Field(default=0.0, ge=0)
+    # How often the retention pruner erases threads idle past their workspace's retention_days (0 = never).
+    retention_sweep_seconds: float = Field(default=3600.0, ge=0)
+    sse_heartbeat_seconds: float = Field(default=15.0, gt=0)  # GET /runs/{id}/events: comment line when idle
+    sse_poll_seconds: float = Field(default=1.0, gt=0)  # ... and how often it looks for other processes' events
 
     # --- realtime ---
     realtime: Literal["builtin", "pusher", "off"] = "builtin"
@@ -55,9 +90,19 @@ class Settings(BaseSettings):
     outbound_timeout: float = Field(default=15.0, gt=0)
     outbound_max_response_bytes: int = Field(default=1024 * 1024, ge=1024)
 
+    # --- run webhooks (per workspace; see docs/configuration.md) ---
+    webhook_dispatcher: bool = True  # deliver owed webhooks from this process
+    webhook_poll_seconds: float = Field(default=1.0, gt=0)  # how often to look for due deliveries
+    webhook_retry_base_seconds: float = Field(default=10.0, gt=0)  # first retry delay, doubled each time
+    webhook_retry_max_seconds: float = Field(default=3600.0, gt=0)  # ceiling of a retry delay
+    webhook_retry_hours: float = Field(default=72.0, gt=0)  # retried this long before it is given up
+    webhook_concurrency: int = Field(default=16, ge=1)  # deliveries in flight per process
+
     # --- direct mode (JWKS) ---
     jwks_cache_ttl: float = Field(default=300.0, gt=0)
     jwks_refresh_min_interval: float = Field(default=30.0, ge=0)
+    # A whole JWKS fetch; only that workspace's token checks wait for it (per-URI single-flight).
+    jwks_fetch_timeout: float = Field(default=5.0, gt=0)
     session_token_cache_size: int = Field(default=10_000, ge=0)  # verified tokens remembered; 0 = off
 
     # --- Identify holder-name resolution providers (unset = `unavailable`) ---
@@ -70,6 +115,17 @@ class Settings(BaseSettings):
     momo_api_user: str = ""
     momo_api_key: str = ""
     momo_target_environment: str = "sandbox"
+
+    # --- scale-out (PostgreSQL; docs/operations.md "Several processes") ---
+    executor: Literal["inprocess", "queue"] = "inprocess"
+    event_bus: Literal["memory", "postgres", "redis"] = "memory"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    event_bus_channel: str = Field(default="heddle_events", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    worker_concurrency: int = Field(default=16, ge=1)  # runs one `heddle worker` executes at once
+    worker_port: int | None = Field(default=None, ge=0, le=65535)  # health + metrics; unset = none
+    worker_shutdown_grace: float = Field(default=30.0, ge=0)  # SIGTERM: finish for this long, then hand back
+    worker_heartbeat_seconds: float = Field(default=10.0, gt=0)
+    worker_stalled_seconds: float = Field(default=30.0, gt=0)  # no heartbeat this long: its jobs are retried
 
     @property
     def allow_private_outbound(self) -> bool:

@@ -22,8 +22,13 @@ _CODES = [
     ErrorCode("invalid_request", 400, "The body, query or path failed validation; `details` names each bad field."),
     ErrorCode("not_found", 404, "No such route, or no such object visible to this caller."),
     ErrorCode("method_not_allowed", 405, "The route exists but not for this HTTP method."),
+    ErrorCode("idempotency_key_reused", 409, "The Idempotency-Key was first used with another request (method, path, subject or body) in the last 24 hours."),
     ErrorCode("payload_too_large", 413, "The request body is larger than the configured limit."),
     ErrorCode("unsupported_media_type", 415, "A body was sent with a Content-Type other than application/json."),
+    ErrorCode("json_too_deep", 400, "The JSON body nests objects and arrays deeper than the configured limit."),
+    ErrorCode("request_timeout", 408, "The request body was not fully sent within the configured time."),
+    ErrorCode("headers_too_large", 431, "The request headers are larger than 16 KiB in all, or too many."),
+    ErrorCode("rate_limited", 429, "Too many requests for this API key or subject; wait the seconds in Retry-After."),
     ErrorCode("internal_error", 500, "Unexpected server error; quote the Request-Id when reporting it."),
     ErrorCode("service_unavailable", 503, "A dependency (such as the database) is not ready."),
     # --- authentication and authorization ---
@@ -33,7 +38,7 @@ _CODES = [
     ErrorCode("origin_not_allowed", 403, "The request Origin is not in the workspace's allowed origins."),
     ErrorCode("subject_required", 400, "A relay Loom call needs the Service-Subject header."),
     ErrorCode("subject_header_with_token", 400, "Service-Subject must not be sent with a session token."),
-    ErrorCode("invalid_subject", 400, "Service-Subject must have the form <channel>:<channel_user_id>."),
+    ErrorCode("invalid_subject", 400, "Service-Subject or subject_ref is not one canonical subject: <channel>:<channel_user_id>, UTF-8, no control or invisible characters, at most 288 characters after Unicode NFC."),
     ErrorCode("connection_required", 400, "The agent has unpinned customer tools: name a connection (Service-Connection header or `conn` claim)."),
     ErrorCode("connection_not_found", 400, "The connection named by Service-Connection or `conn` does not exist in this workspace."),
     # --- billing ---
@@ -43,9 +48,11 @@ _CODES = [
     ErrorCode("ambiguous_identifier", 400, "The identifier fits several rails; send `rail` (and `country`) to choose."),
     # --- loom ---
     ErrorCode("agent_not_found", 404, "No such agent in this workspace."),
-    ErrorCode("run_active", 409, "The thread's latest run is still running or awaiting an outcome; `details.run_id` names it."),
+    ErrorCode("run_active", 409, "The thread's run is still running or awaiting an outcome (or messages are queued); `details.run_id` names it. Send `if_busy: enqueue` or `interrupt` instead."),
     ErrorCode("run_not_awaiting_outcome", 409, "The run is not waiting for an outcome of that tool call."),
     ErrorCode("invalid_state_transition", 409, "The run cannot move to that state from its current one."),
+    ErrorCode("run_terminal", 409, "The run already ended (closed, or failed other than by a cancel); it cannot be cancelled."),
+    ErrorCode("run_not_awaiting_approval", 409, "The run is not waiting for an approval of that tool call."),
     # --- realtime ---
     ErrorCode("realtime_disabled", 409, "Realtime is off for this workspace; poll GET /v1/loom/runs/{id}."),
 ]
@@ -63,6 +70,7 @@ RUN_ERROR_CODES: dict[str, str] = {
     "tool_error": "A tool failed in a way the run could not continue from.",
     "connection_required": "The agent needs a connection for an unpinned tool and none was given.",
     "mint_failed": "The workspace mint_url did not return a usable subject token.",
+    "cancelled": "The run was cancelled (POST /v1/loom/runs/{id}/cancel, or interrupted by a newer message).",
     "internal_error": "Unexpected engine error.",
 }
 

@@ -40,11 +40,16 @@ class ToolHost:
     mints: int = 0
     mint_status: int = 200
     flaky_failures: int = 1
+    # /tools/gated: the first call waits until `gate` is set (a slow tool, during which a test
+    # takes the run over), then answers `gate_status`; later calls answer at once.
+    gate: threading.Event = field(default_factory=threading.Event)
+    gate_entered: threading.Event = field(default_factory=threading.Event)
+    gate_status: int = 200
 
     def __post_init__(self):
         self.private_pem, self.jwks = generate_keypair("ES256", "caller-key")
         app = Starlette(routes=[Route(p, self._handle, methods=["POST"]) for p in (
-            "/tools/balance", "/tools/transfer", "/tools/flaky", "/tools/slow", "/mint")])
+            "/tools/balance", "/tools/transfer", "/tools/flaky", "/tools/slow", "/tools/gated", "/mint")])
         verified = ToolHostVerifier(app, request_secret=self.request_secret, audience=AUDIENCE, jwks=self.jwks,
                                     signature_only_paths={"/mint"}, replay_cache=ReplayCache())
         from support.net import free_port
@@ -84,6 +89,15 @@ class ToolHost:
                 self.flaky_failures -= 1
                 return JSONResponse({"error": "busy"}, status_code=503)
             return JSONResponse({"ok": True})
+        if path == "/tools/gated":
+            n = len(self.calls("/tools/gated"))
+            if n == 1:
+                self.gate_entered.set()
+                while not self.gate.is_set():
+                    await asyncio.sleep(0.01)
+                if self.gate_status != 200:
+                    return JSONResponse({"error": "busy"}, status_code=self.gate_status)
+            return JSONResponse({"call": n})
         await asyncio.sleep(3)  # /tools/slow: longer than Heddle's outbound timeout
         return JSONResponse({"late": True})
 
@@ -109,6 +123,10 @@ TOOLS = [
     {"name": "flaky", "description": "Sometimes busy", "path": "/tools/flaky", "connection": "bank",
      "interaction": "auto", "reliability": "idempotent"},
     {"name": "slow", "description": "Too slow", "path": "/tools/slow", "connection": "bank",
+     "interaction": "auto", "reliability": "at_most_once"},
+    {"name": "gated", "description": "Slow, idempotent", "path": "/tools/gated", "connection": "bank",
+     "interaction": "auto", "reliability": "idempotent"},
+    {"name": "gated_once", "description": "Slow, at most once", "path": "/tools/gated", "connection": "bank",
      "interaction": "auto", "reliability": "at_most_once"},
 ]
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
+from importlib import resources
+
 import pytest
 from phonenumbers.carrierdata import CARRIER_DATA
 from pydantic import ValidationError
 from schwifty import BIC
 from schwifty import registry as schwifty_registry
 
+from heddle.identify.checkdigits import nuban_institution_code
 from heddle.identify.datasets import (
     NigerianEntry,
     RoutingEntry,
@@ -23,7 +28,7 @@ def all_bic_holders():
     yield from curated.bics.values()
     yield from curated.ifsc_banks.values()
     yield from curated.gh_banks.values()
-    yield from (r.institution for r in curated.ng_institutions.values())
+    yield from (r.institution for r in curated.ng_by_nuban_code.values())
     yield from (r.institution for r in curated.sort_code_ranges if r.institution)
 
 
@@ -72,12 +77,14 @@ def test_momo_carriers_exist_in_libphonenumber():
 
 
 def test_nigerian_codes_are_unique_and_padded():
-    for key, record in curated.ng_institutions.items():
+    for key, record in curated.ng_by_nuban_code.items():
         assert len(key) == 6 and key.isdigit()
         if record.check_digit:
             assert record.nuban_code in (f"000{record.institution.code}", f"9{record.institution.code}")
-    paystack = [r.institution.external_code("paystack") for r in {id(r): r for r in
-                curated.ng_institutions.values()}.values() if r.institution.external_code("paystack")]
+    institutions = {id(r): r for r in [*curated.ng_by_nuban_code.values(),
+                                       *curated.ng_by_nip_code.values()]}.values()
+    paystack = [r.institution.external_code("paystack") for r in institutions
+                if r.institution.external_code("paystack")]
     assert len(paystack) == len(set(paystack))
 
 
@@ -97,7 +104,7 @@ def test_sepa_countries_are_iban_countries():
     (SortCodeEntry, {"from": "200000", "to": "100000", "name": "Bank", "type": "bank"}),
     (SortCodeEntry, {"from": "200000", "to": "209999"}),
     (NigerianEntry, {"name": "Bank", "type": "bank", "nuban_check_digit": True, "reachable_rails": []}),
-    (NigerianEntry, {"nip_code": "000123", "name": "Bank", "type": "bank",
+    (NigerianEntry, {"nip_code": "00123", "name": "Bank", "type": "bank",
                      "nuban_check_digit": False, "reachable_rails": []}),
     (RoutingEntry, {"routing_number": "021000021", "name": "Bank", "type": "bank",
                     "reachable_rails": [], "extra": 1}),
@@ -105,3 +112,48 @@ def test_sepa_countries_are_iban_countries():
 def test_bad_entries_are_refused(model, data):
     with pytest.raises(ValidationError):
         model.model_validate(data)
+
+
+# --- shipped open directories (issue 14) ---
+
+DATA = resources.files("heddle.identify").joinpath("data")
+
+
+def test_every_data_file_records_source_licence_and_as_of():
+    licences = DATA.joinpath("LICENCES.md").read_text(encoding="utf-8")
+    for item in DATA.iterdir():
+        if not item.name.endswith(".json"):
+            continue
+        header = json.loads(item.read_text(encoding="utf-8"))
+        assert header["sources"] and header["licence"] and header["as_of"], item.name
+        if not header["licence"].startswith("Apache-2.0"):
+            assert f"`{item.name}`" in licences, f"{item.name} is missing from LICENCES.md"
+
+
+def test_ifsc_open_list_formats_and_sub_members():
+    ifsc = re.compile(r"[A-Z]{4}0[A-Z0-9]{6}")
+    assert len(curated.ifsc_banks) >= 1500
+    for prefix, bank in curated.ifsc_banks.items():
+        assert re.fullmatch(r"[A-Z]{4}", prefix) and bank.country == "IN"
+    sublets = curated.ifsc_sublets
+    assert len(sublets.exact) >= 1000
+    for code, holder in sublets.exact.items():
+        assert ifsc.fullmatch(code), code
+        # A sub-member is never its sponsor (else the map would say nothing).
+        assert holder.code != code[:4], code
+    for prefix, _ in sublets.prefixes:
+        assert re.fullmatch(r"[A-Z]{4}(0[A-Z0-9]{0,5})?", prefix), prefix
+
+
+def test_nip_codes_are_six_digits_and_linked_banks_pass_their_check_digit():
+    assert len(curated.ng_by_nip_code) >= 290
+    for code, record in curated.ng_by_nip_code.items():
+        assert len(code) == 6 and code.isdigit(), code
+        if record.check_digit:
+            # A NIP code linked to a CBN-coded bank checks NUBANs with the CBN code, never
+            # with the NIP code itself.
+            assert record.nuban_code == nuban_institution_code(record.institution.code)
+    collisions = [code for code, record in curated.ng_by_nip_code.items()
+                  if code in curated.ng_by_nuban_code
+                  and curated.ng_by_nuban_code[code] is not record]
+    assert sorted(collisions) == ["000011", "000023"]

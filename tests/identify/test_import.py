@@ -46,7 +46,8 @@ def test_fedach_import_and_reimport(db_url):
     code, out = cli("import", str(FIXTURES / "fedach_sample.txt"), "--format", "fedach",
                     "--database-url", db_url)
     assert code == 0
-    assert out == {"format": "fedach", "rail": "routing_number", "rows": 5, "inserted": 5, "updated": 0}
+    assert out == {"format": "fedach", "rail": "routing_number", "rows": 5, "inserted": 5,
+                   "updated": 0, "bad_rows": 0, "bad_row_examples": []}
     code, out = cli("import", str(FIXTURES / "fedach_sample.txt"), "--format", "fedach",
                     "--database-url", db_url)
     assert (code, out["inserted"], out["updated"]) == (0, 0, 5)
@@ -61,70 +62,106 @@ def test_ifsc_imports_both_header_variants(db_url):
     assert (code, out["rows"], out["inserted"]) == (0, 3, 3)
     code, out = cli("coverage", "--database-url", db_url)
     assert code == 0 and out["rails"]["ifsc"]["imported"] == 7
-    assert out["rails"]["routing_number"] == {"curated": 30, "imported": 0, "total": 30}
+    assert out["rails"]["routing_number"]["curated"] == 30
+    assert out["rails"]["routing_number"]["imported"] == 0
     assert out["rails"]["iban"]["curated"] > 10_000 and out["curated_as_of"]["sepa"]
+    # Each rail beside its official directory; every shipped file with source and licence.
+    assert out["rails"]["ifsc"]["official"]["size"] == 182_295
+    assert out["rails"]["ifsc"]["institutions"] >= 1400
+    assert out["rails"]["nuban"]["codes"] >= 290
+    assert out["rails"]["sort_code"]["ranges"] > 0 and out["rails"]["sort_code"]["official"]["size"] is None
+    files = {f["file"]: f for f in out["files"]}
+    assert files["ifsc_razorpay.json"]["licence"].startswith("MIT")
+    assert files["ng_nip_codes.json"]["sources"] and files["uk_modulus.json"]["as_of"]
 
 
 @pytest.mark.parametrize("content, fragment", [
-    (fedach_line(routing="021000022"), "line 2: routing number 021000022 fails the ABA check digit"),
-    (fedach_line(office="X"), "line 2: office code"),
-    (fedach_line(record_type="7"), "line 2: record type"),
-    (fedach_line(change="133120"), "line 2: change date"),
-    (fedach_line(record_type="2"), "line 2: record type 2 needs a valid new routing number"),
-    (fedach_line(name=""), "line 2: customer name is empty"),
-    (fedach_line(state="T1"), "line 2: state code"),
-    (fedach_line(zip_code="7725A"), "line 2: zip code"),
-    (fedach_line()[:140], "line 2: a FedACH record is 155 characters"),
-    (fedach_line() + "EXTRA", "line 2: a FedACH record is 155 characters"),
-    (fedach_line(routing="026009593"), "line 2: routing number 026009593 already appears on line 1"),
+    (fedach_line(routing="021000022"), "routing number 021000022 fails the ABA check digit"),
+    (fedach_line(office="X"), "office code"),
+    (fedach_line(record_type="7"), "record type"),
+    (fedach_line(change="133120"), "change date"),
+    (fedach_line(record_type="2"), "record type 2 needs a valid new routing number"),
+    (fedach_line(name=""), "customer name is empty"),
+    (fedach_line(state="T1"), "state code"),
+    (fedach_line(zip_code="7725A"), "zip code"),
+    (fedach_line()[:140], "a FedACH record is 155 characters"),
+    (fedach_line() + "EXTRA", "a FedACH record is 155 characters"),
+    (fedach_line(routing="026009593"), "routing number 026009593 already appears on line 1"),
+    ("BANCO ESPAÑOL", "not ASCII text"),
 ])
-def test_fedach_bad_lines_are_named_and_nothing_is_written(tmp_path, sqlite_url, content, fragment):
+def test_fedach_bad_line_is_skipped_and_reported(tmp_path, sqlite_url, content, fragment):
     path = tmp_path / "FedACHdir.txt"
-    path.write_text(fedach_line(routing="026009593", name="BANK OF AMERICA, N.A.") + "\n"
-                    + content + "\n")
-    code, out = cli("import", str(path), "--format", "fedach", "--database-url", sqlite_url)
-    assert code == 1 and out["error"]["code"] == "invalid_file"
-    assert fragment in out["error"]["message"] and out["error"]["details"]["line"] == 2
+    path.write_bytes((fedach_line(routing="026009593", name="BANK OF AMERICA, N.A.") + "\n"
+                      + content + "\n").encode("latin-1"))
+    # Past the threshold (here: no bad row allowed) nothing is written ...
+    code, out = cli("import", str(path), "--format", "fedach", "--max-bad-rows", "0",
+                    "--database-url", sqlite_url)
+    assert code == 1 and out["error"]["code"] == "too_many_bad_rows"
+    assert out["error"]["details"]["examples"][0]["line"] == 2
+    assert fragment in out["error"]["details"]["examples"][0]["message"]
     code, out = cli("coverage", "--database-url", sqlite_url)
     assert out["rails"]["routing_number"]["imported"] == 0
+    # ... and under it the good rows are written and the bad one reported.
+    code, out = cli("import", str(path), "--format", "fedach", "--database-url", sqlite_url)
+    assert code == 0 and (out["rows"], out["bad_rows"]) == (1, 1)
+    assert out["bad_row_examples"][0]["line"] == 2
+    assert fragment in out["bad_row_examples"][0]["message"]
+
+
+def test_four_bad_rows_do_not_refuse_eighteen_thousand_good_ones(tmp_path, sqlite_url):
+    good = (FIXTURES / "fedach_real_extract.txt").read_text().splitlines()
+    lines = good + [fedach_line(name=""), fedach_line(routing="021000022"),
+                    fedach_line(state="T1"), fedach_line(office="X")]
+    path = tmp_path / "FedACHdir.txt"
+    path.write_text("\n".join(lines) + "\n")
+    code, out = cli("import", str(path), "--format", "fedach", "--database-url", sqlite_url)
+    assert code == 0 and out["rows"] == len(good) and out["bad_rows"] == 4
 
 
 @pytest.mark.parametrize("content, fragment", [
-    ("BANK,IFSC\nState Bank of India,SBIN000030\n", "line 2: 'SBIN000030' is not an IFSC"),
-    ("BANK,IFSC\n,SBIN0000300\n", "line 2: BANK is empty"),
-    ("BANK,IFSC,SWIFT\nSBI,SBIN0000300,NOT-A-BIC\n", "line 2: SWIFT 'NOT-A-BIC' is not a BIC"),
-    ("BANK,IFSC,NEFT\nSBI,SBIN0000300,maybe\n", "line 2: NEFT must be true or false"),
-    ("BANK,IFSC\nSBI,SBIN0000300\nSBI,sbin0000300\n", "line 3: IFSC SBIN0000300 already appears on line 2"),
-    ("BANK,IFSC\nSBI,SBIN0000300,extra\n", "line 2: expected 2 fields, got 3"),
-    ("BANKNAME,CODE\nSBI,SBIN0000300\n", "line 1: the header must name the BANK and IFSC columns"),
-    ("BANK,IFSC\n", "the file holds no IFSC rows"),
-    ("", "the file is empty"),
-    ("BANK,IFSC\nSBI,\"SBIN0000300\nSBI\0,x\n", "line 3: 'SBIN0000300\\nSBI\\x00,X' is not an IFSC"),
-    ("BANK,IFSC\nSBI,\"" + "A" * 200_000 + "\"\n", "line 2: unreadable CSV: field larger than field limit"),
-    ("BANK,IFSC,CITY\nSBI,SBIN0000300," + "M" * 200 + "\n", "line 2: CITY is longer than 120"),
+    ("BANK,IFSC\nState Bank of India,SBIN000030\n", "'SBIN000030' is not an IFSC"),
+    ("BANK,IFSC\n,SBIN0000300\n", "BANK is empty"),
+    ("BANK,IFSC,SWIFT\nSBI,SBIN0000300,NOT-A-BIC\n", "SWIFT 'NOT-A-BIC' is not a BIC"),
+    ("BANK,IFSC,NEFT\nSBI,SBIN0000300,maybe\n", "NEFT must be true or false"),
+    ("BANK,IFSC\nSBI,SBIN0000300\nSBI,sbin0000300\n", "IFSC SBIN0000300 already appears on line 2"),
+    ("BANK,IFSC\nSBI,SBIN0000300,extra\n", "expected 2 fields, got 3"),
+    ("BANK,IFSC,CITY\nSBI,SBIN0000300," + "M" * 200 + "\n", "CITY is longer than 120"),
 ])
-def test_ifsc_bad_files(tmp_path, sqlite_url, content, fragment):
+def test_ifsc_bad_rows_are_reported(tmp_path, sqlite_url, content, fragment):
+    path = tmp_path / "ifsc.csv"
+    path.write_bytes(content.encode())
+    code, out = cli("import", str(path), "--format", "ifsc-csv", "--max-bad-rows", "0",
+                    "--database-url", sqlite_url)
+    assert code == 1 and out["error"]["code"] == "too_many_bad_rows"
+    assert fragment in out["error"]["details"]["examples"][0]["message"], out
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ("BANKNAME,CODE\nSBI,SBIN0000300\n", "line 1: the header must name the BANK and IFSC columns"),
+    ("BANK,IFSC\n", "the file holds no usable rows"),
+    ("", "the file is empty"),
+    ("BANK,IFSC\nSBI,\"" + "A" * 200_000 + "\"\n", "line 2: unreadable CSV: field larger than field limit"),
+])
+def test_ifsc_unusable_files(tmp_path, sqlite_url, content, fragment):
     path = tmp_path / "ifsc.csv"
     path.write_bytes(content.encode())
     code, out = cli("import", str(path), "--format", "ifsc-csv", "--database-url", sqlite_url)
-    assert code == 1 and fragment in out["error"]["message"], out
+    assert code == 1 and out["error"]["code"] == "invalid_file"
+    assert fragment in out["error"]["message"], out
 
 
-def test_undecodable_and_missing_files(tmp_path, sqlite_url):
-    path = tmp_path / "bad.txt"
-    path.write_bytes(fedach_line().encode() + b"\n" + "BANCO ESPAÑOL".encode("latin-1") + b"\n")
-    code, out = cli("import", str(path), "--format", "fedach", "--database-url", sqlite_url)
-    assert code == 1 and out["error"]["message"] == "line 2: not valid ascii text"
+def test_missing_files_and_unknown_formats(tmp_path, sqlite_url):
     code, out = cli("import", str(tmp_path / "missing.txt"), "--format", "fedach")
     assert code == 1 and out["error"]["code"] == "unreadable_file"
-    result = runner.invoke(app, ["import", str(path), "--format", "swift-xml"])
+    result = runner.invoke(app, ["import", str(tmp_path), "--format", "swift-xml"])
     assert result.exit_code == 2  # usage error from the CLI parser
 
 
 def test_text_output_without_json(sqlite_url):
     result = runner.invoke(app, ["import", str(FIXTURES / "fedach_sample.txt"), "--format",
                                  "fedach", "--database-url", sqlite_url])
-    assert result.exit_code == 0 and "Imported 5 routing_number rows (5 new, 0 updated)." in result.stdout
+    assert result.exit_code == 0
+    assert "Imported 5 routing_number rows (5 new, 0 updated); 0 bad rows skipped." in result.stdout
 
 
 async def test_a_failing_batch_writes_nothing(db_url):
@@ -132,10 +169,10 @@ async def test_a_failing_batch_writes_nothing(db_url):
     db = Database(db_url)
     try:
         good = [DirectoryRow(rail="routing_number", code=f"{n:09d}", name="BANK", type="bank",
-                             country="US", source="test") for n in range(1500)]
+                             country="US", source="test") for n in range(2500)]
         broken = DirectoryRow(rail="routing_number", code="999999999", name=None, type="bank",
                               country="US", source="test")
-        with pytest.raises(IntegrityError):  # NOT NULL name, in the second 1000-row batch
+        with pytest.raises(IntegrityError):  # NOT NULL name, in the second 2000-row chunk
             await upsert_rows(db, [*good, broken])
         directory = Directory()
         assert await directory.refresh(db) == 0
@@ -195,11 +232,16 @@ async def test_running_service_picks_up_imports(db_url):
         await db.dispose()
 
 
-def test_parsers_reject_empty_input():
-    with pytest.raises(ImportFormatError):
-        parse_fedach(b"\n\n")
-    with pytest.raises(ImportFormatError):
-        parse_ifsc_csv(b"")
+async def test_files_without_usable_rows_write_nothing(sqlite_url):
+    await upgrade(sqlite_url)
+    db = Database(sqlite_url)
+    try:
+        with pytest.raises(ImportFormatError, match="no usable rows"):
+            await upsert_rows(db, parse_fedach(b"\n\n"))
+        with pytest.raises(ImportFormatError, match="empty"):
+            await upsert_rows(db, parse_ifsc_csv(b""))
+    finally:
+        await db.dispose()
 
 
 async def test_concurrent_refreshes_do_not_queue(sqlite_url):

@@ -88,7 +88,8 @@ async def test_wallets(lookup, wallet, country, name, code):
 async def test_national_wallet_numbers_need_the_country(lookup, rejects):
     data = await lookup(identifier="024 123 4567", country="GH", account_number="0241234567")
     assert data["institution"]["code"] == "MTN"
-    assert data["account"] == {"number": "+233241234567", "name_resolution": "unavailable"}
+    # `account.number` is the wallet number as sent, not its international form (spec).
+    assert data["account"] == {"number": "0241234567", "name_resolution": "unavailable"}
     error = await rejects("invalid_identifier", identifier="0241234567", rail="momo")
     assert error.details["needs"] == "country"
 

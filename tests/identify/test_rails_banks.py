@@ -130,19 +130,32 @@ async def test_routing_number_with_account(lookup, rejects):
 
 
 @pytest.mark.parametrize("code, name, rails", [
-    ("20-00-00", "Barclays Bank UK PLC", ["fps", "bacs", "chaps"]),
-    ("40 47 84", "HSBC UK Bank plc", ["fps", "bacs", "chaps"]),
     ("608371", "Starling Bank Limited", ["fps", "bacs"]),  # inside NatWest's 60 range
     ("230580", "Metro Bank PLC", ["fps", "bacs"]),
-    ("309634", "Lloyds Bank plc", ["fps", "bacs", "chaps"]),
-    ("090128", "Santander UK plc", ["fps", "bacs", "chaps"]),
-    ("070116", "Nationwide Building Society", ["fps", "bacs", "chaps"]),
+    ("04-00-04", "Monzo Bank Limited", ["fps", "bacs"]),
+    ("40-51-62", "Handelsbanken plc", ["fps", "bacs"]),  # inside HSBC's 40 range
 ])
-async def test_sort_codes(lookup, code, name, rails):
+async def test_sort_codes_with_their_own_entry(lookup, code, name, rails):
     data = await lookup(identifier=code, rail="sort_code")
     assert data["result"] == "identified" and data["country"] == "GB"
     assert data["institution"]["name"] == name and data["reachable_rails"] == rails
     assert data["institution"]["code"] == code.replace("-", "").replace(" ", "")
+
+
+@pytest.mark.parametrize("code, clearing_bank", [
+    # Agency banks and fintechs whose published sort codes sit in a clearing bank's range:
+    # Chase UK 60-84-07 and Unity Trust Bank 60-83-01 (NatWest), Triodos Bank UK 16-58-10 (RBS).
+    ("60-84-07", "National Westminster Bank plc"),
+    ("60-83-01", "National Westminster Bank plc"),
+    ("16-58-10", "The Royal Bank of Scotland plc"),
+    # Clearing banks' own codes are no different: the range alone is not evidence.
+    ("20-00-00", "Barclays Bank UK PLC"),
+    ("40 47 84", "HSBC UK Bank plc"),
+])
+async def test_sort_code_in_a_clearing_range_is_never_attributed(lookup, code, clearing_bank):
+    data = await lookup(identifier=code, rail="sort_code")
+    assert data["result"] == "not_found" and "institution" not in data
+    assert clearing_bank in data["detail"] and "clears" in data["detail"]
 
 
 async def test_sort_code_shared_range_is_not_attributed(lookup):

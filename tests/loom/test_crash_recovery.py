@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -23,6 +22,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from support.loom import open_thread, post, wait_run
+from support.processes import serve_process
 
 pytestmark = pytest.mark.slow
 
@@ -65,21 +65,11 @@ class FakeChatServer:
 
 
 def _serve(port: int, db_url: str, model_port: int) -> subprocess.Popen:
-    env = {**os.environ, "HEDDLE_DATABASE_URL": db_url, "HEDDLE_LOG_LEVEL": "WARNING",
-           "HEDDLE_MODEL_CLASSES": json.dumps({"remote": {
-               "provider": "openai", "model": "fake-1", "base_url": f"http://127.0.0.1:{model_port}/v1",
-               "api_key": "test-key", "max_retries": 0, "timeout": 120}})}
-    proc = subprocess.Popen([sys.executable, "-m", "heddle", "serve", "--port", str(port), "--dev"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(proc.stderr.read().decode()[-2000:])
+    return serve_process(port, db_url, env={
+        "HEDDLE_RATE_LIMIT_PER_SUBJECT": "off",  # wait_run polls far faster than a person
+        "HEDDLE_MODEL_CLASSES": json.dumps({"remote": {
+            "provider": "openai", "model": "fake-1", "base_url": f"http://127.0.0.1:{model_port}/v1",
+            "api_key": "test-key", "max_retries": 0, "timeout": 120}})})
 
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -29,8 +29,9 @@ def test_terminal_states_have_no_way_out():
     assert not [pair for pair in TRANSITIONS if pair[0] in TERMINAL]
 
 
-def test_every_state_is_reachable_from_running():
-    reached, frontier = {"running"}, ["running"]
+def test_every_state_is_reachable_from_an_entry_state():
+    # A run is created `running`, or `queued` behind a busy run (if_busy: enqueue).
+    reached, frontier = {"running", "queued"}, ["running", "queued"]
     while frontier:
         state = frontier.pop()
         for (src, _), dst in TRANSITIONS.items():

@@ -12,6 +12,7 @@ use the real shapes (`{"type": "error", "error": {"type", "message"}}`; 529 is
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from typing import Any
 
@@ -23,6 +24,8 @@ from llmfake_http import (
     error_response,
     raw_response,
     read_json,
+    split_words,
+    sse_response,
     words,
 )
 from starlette.applications import Starlette
@@ -185,6 +188,8 @@ def create_app(script: Script, api_key: str) -> Starlette:
         if isinstance(behaviour, RawBody):
             return raw_response(behaviour)
         reply = behaviour if isinstance(behaviour, Reply) else _default_reply(body["messages"])
+        if body.get("stream") is True:
+            return sse_response(_events(_message(next(counter), body, reply)), reply)
         return JSONResponse(_message(next(counter), body, reply))
 
     return Starlette(routes=[Route("/v1/messages", messages, methods=["POST"])])
@@ -209,3 +214,36 @@ def _message(number: int, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     if not reply.omit_usage:
         result["usage"] = {"input_tokens": _prompt_words(body), "output_tokens": output}
     return result
+
+
+def _events(message: dict[str, Any]):
+    """The message as the Messages API streams it: `message_start` (input tokens), per block
+    `content_block_start` / deltas (`text_delta` word by word, `input_json_delta` in pieces) /
+    `content_block_stop`, a `ping`, `message_delta` (stop reason, output tokens), `message_stop`."""
+    def event(name: str, data: dict[str, Any]) -> tuple[str, str]:
+        return name, json.dumps({"type": name, **data})
+
+    usage = message.get("usage")
+    start = {**message, "content": [], "stop_reason": None}
+    if usage is not None:
+        start["usage"] = {"input_tokens": usage["input_tokens"], "output_tokens": 1}
+    else:
+        start.pop("usage", None)
+    yield event("message_start", {"message": start})
+    yield event("ping", {})
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            yield event("content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}})
+            for piece in split_words(block["text"]):
+                yield event("content_block_delta", {"index": index, "delta": {"type": "text_delta", "text": piece}})
+        else:
+            yield event("content_block_start", {"index": index, "content_block": {**block, "input": {}}})
+            arguments = json.dumps(block["input"])
+            for start_at in range(0, len(arguments), 7):
+                yield event("content_block_delta", {"index": index, "delta": {
+                    "type": "input_json_delta", "partial_json": arguments[start_at:start_at + 7]}})
+        yield event("content_block_stop", {"index": index})
+    delta_usage = {"output_tokens": usage["output_tokens"]} if usage is not None else {"output_tokens": 0}
+    yield event("message_delta", {"delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                                  "usage": delta_usage})
+    yield event("message_stop", {})

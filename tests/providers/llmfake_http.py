@@ -25,6 +25,34 @@ class Reply:
     tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
     arguments_raw: str | None = None
     omit_usage: bool = False
+    chunk_delay: float = 0.0  # streaming: seconds between events
+    break_after: int | None = None  # streaming: drop the connection after this many events
+
+
+def sse_response(events, reply: Reply):
+    """Server-Sent Events as the model APIs stream them: `event:` (when named) and `data:` lines.
+
+    `events` yields (event name or None, data text); `reply.chunk_delay` paces them and
+    `reply.break_after` cuts the connection mid-stream (the body ends without its last events).
+    """
+    from starlette.responses import StreamingResponse
+
+    async def body():
+        for index, (name, data) in enumerate(events):
+            if reply.break_after is not None and index >= reply.break_after:
+                raise ConnectionResetError("the fake model dropped the stream on purpose")
+            if index and reply.chunk_delay:
+                await asyncio.sleep(reply.chunk_delay)
+            yield (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
+
+    return StreamingResponse(body(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+def split_words(text: str | None) -> list[str]:
+    """Text cut before each word (whitespace kept): the pieces join back to the text."""
+    import re
+
+    return re.findall(r"\s*\S+|\s+\Z", text) if text else []
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from llmfake_http import (
     error_response,
     raw_response,
     read_json,
+    split_words,
+    sse_response,
     words,
 )
 from starlette.applications import Starlette
@@ -32,7 +34,7 @@ from starlette.routing import Route
 
 ALLOWED_FIELDS = {
     "model", "messages", "tools", "tool_choice", "max_tokens", "max_completion_tokens",
-    "temperature", "top_p", "stop", "n", "user", "seed", "parallel_tool_calls",
+    "temperature", "top_p", "stop", "n", "user", "seed", "parallel_tool_calls", "stream", "stream_options",
 }
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -167,6 +169,8 @@ def create_app(script: Script, api_key: str) -> Starlette:
         if isinstance(behaviour, RawBody):
             return raw_response(behaviour)
         reply = behaviour if isinstance(behaviour, Reply) else _default_reply(body["messages"])
+        if body.get("stream") is True:
+            return sse_response(_chunks(_completion(next(counter), body, reply), body, reply), reply)
         return JSONResponse(_completion(next(counter), body, reply))
 
     return Starlette(routes=[Route("/v1/chat/completions", chat_completions, methods=["POST"])])
@@ -204,3 +208,31 @@ def _completion(number: int, body: dict[str, Any], reply: Reply) -> dict[str, An
         result["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
                            "total_tokens": prompt + completion}
     return result
+
+
+def _chunks(completion: dict[str, Any], body: dict[str, Any], reply: Reply):
+    """The completion as `chat.completion.chunk` events, as the API streams it: a role chunk,
+    the content word by word, each tool call's name then its arguments in pieces, a chunk with
+    `finish_reason`, a `usage` chunk with no choices (only with `stream_options.include_usage`),
+    then `[DONE]`."""
+    base = {"id": completion["id"], "object": "chat.completion.chunk", "created": completion["created"],
+            "model": completion["model"], "system_fingerprint": "fp_fake"}
+    choice = completion["choices"][0]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, str]:
+        return None, json.dumps({**base, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                                      "finish_reason": finish}]})
+
+    yield chunk({"role": "assistant", "content": "", "refusal": None})
+    for piece in split_words(choice["message"]["content"]):
+        yield chunk({"content": piece})
+    for index, call in enumerate(choice["message"].get("tool_calls") or ()):
+        yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                     "function": {"name": call["function"]["name"], "arguments": ""}}]})
+        arguments = call["function"]["arguments"]
+        for start in range(0, len(arguments), 7):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[start:start + 7]}}]})
+    yield chunk({}, choice["finish_reason"])
+    if "usage" in completion and (body.get("stream_options") or {}).get("include_usage"):
+        yield None, json.dumps({**base, "choices": [], "usage": completion["usage"]})
+    yield None, "[DONE]"

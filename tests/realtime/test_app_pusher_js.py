@@ -11,6 +11,7 @@ import time
 import pytest
 
 from direct.direct_testkit import make_signing_key, sign
+from heddle.loom.providers.scripted import HELP_TEXT
 from support.loom import SCRIPTED_AGENT, open_thread, post, wait_run
 
 pytestmark = pytest.mark.node
@@ -65,17 +66,25 @@ def test_pusher_js_subscribes_and_receives_run_events(server, http, tenant, push
     client = NodeClient(pusher_js, {
         "key": config["key"], "wsHost": config["ws_host"], "wsPort": config["ws_port"],
         "authEndpoint": f"{server.base_url}/v1/loom/realtime/auth", "token": token(tenant, key, "u_alice"),
-        "channels": [f"private-thread-{mine}", f"private-thread-{theirs}"], "events": 4, "timeoutMs": 20000})
+        "channels": [f"private-thread-{mine}", f"private-thread-{theirs}"], "events": 4 + len(HELP_TEXT.split()),
+        "timeoutMs": 20000})
     try:
         assert client.next("subscribed")["channel"] == f"private-thread-{mine}"
         refused = client.next("subscription_error")
         assert refused["channel"] == f"private-thread-{theirs}" and refused["status"] == 403
         started = time.time() * 1000
         run_id = post(http, alice, mine, "hello")["run_id"]
-        events = [client.next("event") for _ in range(4)]
+        received = [client.next("event") for _ in range(4 + len(HELP_TEXT.split()))]
+        events = [e for e in received if e["event"] != "message.delta"]
         assert [(e["event"], e["data"].get("role") or e["data"].get("state")) for e in events] == [
             ("message.created", "user"), ("run.updated", "running"),
             ("message.created", "assistant"), ("run.updated", "closed")]
+        # The scripted reply streamed word by word, in order, adding up to the stored message.
+        deltas = [e["data"] for e in received[2:-2]]
+        assert all(e["event"] == "message.delta" for e in received[2:-2])
+        assert [d["seq"] for d in deltas] == list(range(len(HELP_TEXT.split())))
+        assert "".join(d["delta"] for d in deltas) == events[2]["data"]["content"] == HELP_TEXT
+        assert {d["message_id"] for d in deltas} == {events[2]["data"]["id"]}
         assert events[-1]["data"]["id"] == run_id and all(e["t"] >= started - 1000 for e in events)
         assert wait_run(http, alice, run_id)["state"] == "closed"
     finally:

@@ -104,9 +104,17 @@ async def test_events_of_a_run_arrive_in_order(server, tenant):
         events = []
         while not (events and events[-1]["event"] == "run.updated" and events[-1]["data"]["terminal"]):
             events.append(await sock.recv())
-        names = [(e["event"], e["data"].get("role") or e["data"].get("state")) for e in events]
+        deltas = [e["data"] for e in events if e["event"] == "message.delta"]
+        names = [(e["event"], e["data"].get("role") or e["data"].get("state")) for e in events
+                 if e["event"] != "message.delta"]
         assert names == [("message.created", "user"), ("run.updated", "running"),
                          ("message.created", "assistant"), ("run.updated", "closed")]
+        # The reply streamed word by word between `running` and the whole message, in order.
+        reply = events[-2]["data"]
+        assert [e["event"] for e in events[2:-2]] == ["message.delta"] * len(deltas) and len(deltas) > 1
+        assert [d["seq"] for d in deltas] == list(range(len(deltas)))
+        assert {(d["run_id"], d["message_id"]) for d in deltas} == {(run_id, reply["id"])}
+        assert "".join(d["delta"] for d in deltas) == reply["content"]
         assert all(e["channel"] == channel for e in events) and events[-1]["data"]["id"] == run_id
         assert server.services.realtime.hub.subscriber_count(channel) == 1
         await sock.send("pusher:unsubscribe", {"channel": channel})

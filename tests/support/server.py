@@ -13,6 +13,7 @@ import uvicorn
 
 from heddle.app import create_app
 from heddle.config import Settings
+from heddle.serving import uvicorn_options
 from support.net import free_port
 
 T = TypeVar("T")
@@ -25,25 +26,33 @@ class LiveServer:
         self.port = free_port()
         settings.setdefault("log_level", "WARNING")
         settings.setdefault("outbound_allow_private", True)
+        # Tests poll and hammer far above a person's rate; the rate-limit tests set their own.
+        settings.setdefault("rate_limit_per_key", "off")
+        settings.setdefault("rate_limit_per_subject", "off")
         self.settings = Settings(host="127.0.0.1", port=self.port, **settings)
         self.app = create_app(self.settings)
-        self.services = self.app.state.services
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
-                                ws="websockets-sansio", ws_max_size=64 * 1024, lifespan="on", access_log=False)
+        # The same uvicorn options as `heddle serve` (parser, header cap, WebSocket frame size).
+        options = uvicorn_options(self.settings) | {"log_level": "warning"}
+        config = uvicorn.Config(self.app, **options)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.base_url = f"http://127.0.0.1:{self.port}"
 
+    @property
+    def services(self):
+        """The server's `Container` (built when it started)."""
+        return self.app.state.services.get()
+
     def start(self) -> LiveServer:
         self.thread.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # generous: a loaded CI machine starts slowly
         while time.monotonic() < deadline:
             if self.server.started:
                 return self
             if not self.thread.is_alive():
                 raise RuntimeError("server thread died during start-up")
             time.sleep(0.02)
-        raise RuntimeError("server did not start in 30 s")
+        raise RuntimeError("server did not start in 120 s")
 
     def stop(self) -> None:
         self.server.should_exit = True
@@ -59,4 +68,5 @@ class LiveServer:
         self.call(self.services.request_log.flush())
 
     def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.base_url, timeout=10, **kwargs)
+        kwargs.setdefault("timeout", 10)
+        return httpx.Client(base_url=self.base_url, **kwargs)

@@ -9,15 +9,18 @@ from dataclasses import replace
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from heddle.auth.context import AuthContext, validate_subject
+from heddle.auth.context import AuthContext
 from heddle.auth.relay import authenticate_secret
 from heddle.auth.session_tokens import looks_like_jwt
+from heddle.auth.subjects import subject_from_header
+from heddle.container import Container
 from heddle.errors import HeddleError
-from heddle.services import Services
+from heddle.idempotency.http import claim_key
 
 
-def services(request: Request) -> Services:
-    return request.app.state.services
+def services(request: Request) -> Container:
+    """The process's shared services (built by the app's lifespan)."""
+    return request.app.state.services.get()
 
 
 async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
@@ -48,6 +51,14 @@ def _publish(request: Request, ctx: AuthContext) -> AuthContext:
     return ctx
 
 
+async def _admit(request: Request, ctx: AuthContext) -> AuthContext:
+    """Publish the caller (the request log records a refused request too), then count the
+    request against its key's and subject's rate limits: 429 `rate_limited` before any work."""
+    _publish(request, ctx)
+    await services(request).rate_limiter.check(ctx)
+    return ctx
+
+
 async def _relay(request: Request, bearer: str, session: AsyncSession) -> AuthContext:
     if request.headers.get("origin"):
         raise HeddleError("secret_key_in_browser", "A workspace secret must never be used from a "
@@ -68,7 +79,7 @@ async def workspace_key_auth(request: Request) -> AuthContext:
                           "(Bearer sk_…), not a session token.")
     async with services(request).database().session() as session:
         ctx = await _relay(request, bearer, session)
-    return _publish(request, ctx)
+    return await _admit(request, ctx)
 
 
 async def loom_auth(request: Request, session: AsyncSession = Depends(db_session)) -> AuthContext:
@@ -91,7 +102,10 @@ async def loom_session(request: Request, *, write: bool = False) -> AsyncIterato
     """
     db = services(request).database()
     async with (db.write_session() if write else db.session()) as session:
-        yield await _loom(request, session, write=write), session
+        auth = await _loom(request, session, write=write)
+        if write:  # an `Idempotency-Key` is the transaction's first write (heddle/idempotency/http.py)
+            await claim_key(session, request, auth.workspace_id, auth.subject)
+        yield auth, session
 
 
 async def _loom(request: Request, session: AsyncSession, *, write: bool) -> AuthContext:
@@ -104,10 +118,10 @@ async def _loom(request: Request, session: AsyncSession, *, write: bool) -> Auth
                               "session token: the token's `sub` is the subject.")
         authenticate_direct = services(request).direct_auth
         ctx = await authenticate_direct(request, bearer, None if write else session)
-        return _publish(request, ctx)
+        return await _admit(request, ctx)
     ctx = await _relay(request, bearer, session)
-    subject = validate_subject(subject_header.strip()) if subject_header is not None else None
+    subject = subject_from_header(subject_header) if subject_header is not None else None
     connection = connection_header.strip() if connection_header else None
     if connection is not None and not (0 < len(connection) <= 100):
         raise HeddleError("connection_not_found", "Service-Connection must be a connection id or name.")
-    return _publish(request, replace(ctx, subject=subject, connection_ref=connection))
+    return await _admit(request, replace(ctx, subject=subject, connection_ref=connection))

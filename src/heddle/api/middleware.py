@@ -1,8 +1,10 @@
 """Pure-ASGI middleware around every request.
 
-Assigns the request id (returned as `Request-Id`), enforces the body size limit (413) and the
-JSON content type (415), and, once the response is sent, records metrics and queues the
-request-log row for /v1 calls. Handlers publish who called through `scope["state"]`.
+Assigns the request id (returned as `Request-Id`), enforces the limits of heddle.api.limits
+(headers 431, body size 413 and time 408, JSON depth) and the JSON content type (415), reads
+the whole body before the app runs (so no handler holds a database connection while a client
+is still sending), and, once the response is sent, records metrics and queues the request-log
+row for /v1 calls. Handlers publish who called through `scope["state"]`.
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ import uuid
 from collections.abc import Callable
 
 import structlog
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from heddle.api.limits import header_problem, json_too_deep, read_body, replay
 from heddle.errors import HeddleError
 from heddle.ids import parse_uuid
 from heddle.observability.metrics import Metrics
 from heddle.observability.request_log import LoggedRequest, RequestLogWriter
 
+UNMATCHED = "unmatched"  # the route label of a request no route handled (or refused before routing)
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+_access = structlog.get_logger("heddle.access")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 # pusher-js posts channel authorization form-encoded.
@@ -35,13 +40,6 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-class _BodyTooLarge(StarletteHTTPException):
-    """Raised from `receive`; an HTTPException so FastAPI's body parsing re-raises it as is."""
-
-    def __init__(self, limit: int):
-        super().__init__(413, f"The request body exceeds {limit} bytes.")
-
-
 async def _send_error(send: Send, err: HeddleError, request_id: str) -> None:
     body = json.dumps(err.envelope()).encode()
     await send({"type": "http.response.start", "status": err.status, "headers": [
@@ -51,11 +49,27 @@ async def _send_error(send: Send, err: HeddleError, request_id: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def _has_body(scope: Scope) -> bool:
+    length = _header(scope, b"content-length")
+    return (length is not None and length != "0") or _header(scope, b"transfer-encoding") is not None
+
+
+def _is_json(scope: Scope) -> bool:
+    return (_header(scope, b"content-type") or "").split(";")[0].strip().lower() == "application/json"
+
+
 class RequestContextMiddleware:
     def __init__(self, app: ASGIApp, *, max_body_bytes: int, metrics: Metrics,
-                 request_log: Callable[[], RequestLogWriter | None]):
+                 request_log: Callable[[], RequestLogWriter | None], max_header_bytes: int = 16 * 1024,
+                 max_header_count: int = 100, max_json_depth: int = 64, body_timeout: float = 30.0,
+                 access_log: bool = True):
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.max_header_bytes = max_header_bytes
+        self.max_header_count = max_header_count
+        self.max_json_depth = max_json_depth
+        self.body_timeout = body_timeout
+        self.access_log = access_log
         self.metrics = metrics
         self.request_log = request_log
 
@@ -91,11 +105,22 @@ class RequestContextMiddleware:
             if refusal is not None:
                 await _send_error(send_wrapper, refusal, request_id)
                 return
-            await self.app(scope, self._limited(receive), send_wrapper)
-        except _BodyTooLarge:
-            if status_holder.get("started"):
-                raise
-            await _send_error(send_wrapper, HeddleError("payload_too_large", self._too_large()), request_id)
+            if _has_body(scope):
+                try:
+                    body = await read_body(receive, limit=self.max_body_bytes, timeout=self.body_timeout)
+                except HeddleError as err:
+                    await _send_error(send_wrapper, err, request_id)
+                    return
+                if body is None:  # the client hung up mid-body: nobody to answer
+                    status_holder["status"] = 499
+                    return
+                if _is_json(scope) and json_too_deep(body, self.max_json_depth):
+                    await _send_error(send_wrapper, HeddleError(
+                        "json_too_deep", f"The JSON body nests deeper than {self.max_json_depth} levels."),
+                        request_id)
+                    return
+                receive = replay(body, receive)
+            await self.app(scope, receive, send_wrapper)
         finally:
             self._record(scope, state, method, path, status_holder["status"], request_id, started,
                          status_holder.get("sent_at"))
@@ -104,6 +129,10 @@ class RequestContextMiddleware:
         return f"The request body exceeds {self.max_body_bytes} bytes."
 
     def _refuse(self, scope: Scope, method: str, path: str) -> HeddleError | None:
+        too_large = header_problem(scope.get("headers", []), max_bytes=self.max_header_bytes,
+                                   max_count=self.max_header_count)
+        if too_large is not None:
+            return too_large
         length = _header(scope, b"content-length")
         if length is not None:
             if not length.isdigit():
@@ -123,31 +152,26 @@ class RequestContextMiddleware:
                 )
         return None
 
-    def _limited(self, receive: Receive) -> Receive:
-        seen = 0
-        limit = self.max_body_bytes
-
-        async def limited() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise _BodyTooLarge(limit)
-            return message
-
-        return limited
-
     def _record(self, scope: Scope, state: dict, method: str, path: str, status: int,
                 request_id: str, started: float, sent_at: float | None = None) -> None:
         elapsed = (sent_at or time.perf_counter()) - started
+        # Labels come from route templates and a fixed set of methods only: a raw path or
+        # method as a label would let any client create series without bound.
         route = scope.get("route")
-        route_path = getattr(route, "path", None) or ("unmatched" if status == 404 else path)
-        self.metrics.requests.labels(method, route_path, str(status)).inc()
-        self.metrics.latency.labels(method, route_path).observe(elapsed)
+        route_path = getattr(route, "path", None) or UNMATCHED
+        method_label = method if method in _METHODS else "OTHER"
+        self.metrics.requests.labels(method_label, route_path, str(status)).inc()
+        self.metrics.latency.labels(method_label, route_path).observe(elapsed)
+        if self.access_log:
+            _access.info("request", method=method_label, path=path[:200], route=route_path, status=status,
+                         ms=round(elapsed * 1000, 2), workspace_id=state.get("workspace_id"))
         writer = self.request_log()
-        if writer is None or not path.startswith("/v1/"):
+        # Only calls whose caller was identified are logged: the log serves traces and
+        # workspace owners, and an unauthenticated flood must not grow a table. Those calls
+        # are still counted in /metrics and in the access log.
+        if writer is None or not path.startswith("/v1/") or state.get("workspace_id") is None:
             return
+        path = state.get("log_path", path)  # a handler that erased what the path names (loom/erasure.py)
         run_header = _header(scope, b"service-run")
         writer.submit(LoggedRequest(
             request_id=request_id, method=method, path=path, status=status,

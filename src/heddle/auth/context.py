@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Literal
 
+from heddle.auth.subjects import canonical_subject
 from heddle.errors import HeddleError
-
-# `<channel>:<channel_user_id>`; the channel is a short lowercase word (web, whatsapp, sms, ...).
-_SUBJECT = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,31}:[^\s:][^\s]{0,255}$")
 
 
 @dataclass(frozen=True)
@@ -25,6 +22,8 @@ class WorkspaceInfo:
     request_secret: str
     mint_url: str | None
     balance_micro: int = 0  # as read at authentication; billing re-checks atomically
+    rate_limit_per_key: str | None = None  # the workspace's own rule; None = the server's
+    rate_limit_per_subject: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,10 +55,5 @@ class AuthContext:
 
 
 def validate_subject(value: str) -> str:
-    if not _SUBJECT.match(value):
-        raise HeddleError(
-            "invalid_subject",
-            "Service-Subject must look like <channel>:<channel_user_id> (e.g. web:u_123), "
-            "a lowercase channel and no spaces, at most 288 characters.",
-        )
-    return value
+    """Kept for callers of the old name: the canonical subject (heddle.auth.subjects)."""
+    return canonical_subject(value)

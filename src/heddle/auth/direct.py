@@ -42,6 +42,10 @@ class DirectAuthenticator:
 
         async def lookup(key_id: str) -> KeyInfo | None:
             row = (await session.execute(_KEY_BY_ID, {"key_id": key_id})).first()
+            # End this read transaction now: the verifier may fetch the workspace's JWKS next,
+            # and no pooled connection may wait on a caller's server (one slow jwks_uri would
+            # otherwise drain the pool for every workspace). The next query checks one out again.
+            await session.commit()
             if row is None:
                 return None
             key, ws = row

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from heddle.auth.jwks_keyset import ALLOWED_ALGORITHMS, MIN_RSA_BITS, key_type_for_alg
-from heddle.auth.session_claims import MAX_SUBJECT_LENGTH
+from heddle.auth.subjects import MAX_SUBJECT_LENGTH
 
 DEFAULT_RSA_BITS = 3072  # NIST SP 800-57: 2048 is acceptable through 2030, 3072 beyond
 MAX_TOKEN_TTL = 900  # what Heddle accepts (exp at most 900 s ahead)

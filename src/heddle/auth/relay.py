@@ -18,6 +18,7 @@ def workspace_info(ws: Workspace) -> WorkspaceInfo:
         id=ws.id, name=ws.name, allowed_origins=tuple(ws.allowed_origins or ()),
         realtime_enabled=ws.realtime_enabled, request_secret=ws.request_secret,
         mint_url=ws.mint_url, balance_micro=ws.balance_micro,
+        rate_limit_per_key=ws.rate_limit_per_key, rate_limit_per_subject=ws.rate_limit_per_subject,
     )
 
 

@@ -11,6 +11,7 @@ import datetime as dt
 import math
 import re
 import time
+import unicodedata
 import uuid
 from typing import Any
 
@@ -20,14 +21,13 @@ from jwt import exceptions as jwt_errors
 
 from heddle.auth.secrets import is_well_formed_secret, secret_hint
 from heddle.auth.session_errors import TokenError
+from heddle.auth.subjects import subject_problem
 
-MAX_SUBJECT_LENGTH = 300
 # The public id of an API key, as heddle.ids.key_id() makes it (kept a little looser).
 _KEY_ID = re.compile(r"^key_[A-Za-z0-9]{1,64}$")
 _SECRET_PREFIX = re.compile(r"sk_(live|test)_")
 _CANONICAL_UUID = re.compile(
     r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # NumericDate bounds: 1970 .. 9999-12-31, so a datetime can always be built from it.
 _MAX_NUMERIC_DATE = 253402300799
 
@@ -113,10 +113,11 @@ def subject(claims: dict[str, Any]) -> str:
     sub = claims.get("sub")
     if not isinstance(sub, str) or not sub.strip():
         raise TokenError("the sub claim must be a non-empty string (the caller's user id)")
-    if len(sub) > MAX_SUBJECT_LENGTH:
-        raise TokenError(f"the sub claim is longer than {MAX_SUBJECT_LENGTH} characters")
-    if _CONTROL.search(sub):
-        raise TokenError("the sub claim must not contain control characters")
+    # The same canonical form as a relay subject (NFC, nothing invisible, the same length limit),
+    # without the `<channel>:` form: a browser's user id is used as is (docs/decisions.md).
+    sub = unicodedata.normalize("NFC", sub)
+    if problem := subject_problem(sub, relay_form=False):
+        raise TokenError(f"the sub claim is not a usable subject: {problem}")
     return sub
 
 

@@ -15,6 +15,7 @@ from heddle.config import get_settings
 from heddle.loom import agents as agent_service
 from heddle.loom.agent_file import AgentFileError, load_agent_file
 from heddle.money import to_credits, to_micro
+from heddle.webhooks import service as webhook_service
 from heddle.workspaces import service as ws_service
 
 workspace_app = typer.Typer(help="Create and configure workspaces.", no_args_is_help=True)
@@ -64,6 +65,15 @@ def workspace_update(
     mint_url: str | None = typer.Option(None, "--mint-url", help="Your subject-token mint endpoint ('' clears)."),
     rotate_request_secret: bool = typer.Option(False, "--rotate-request-secret"),
     realtime: str | None = typer.Option(None, "--realtime", help="on or off"),
+    rate_limit_per_key: str | None = typer.Option(
+        None, "--rate-limit-per-key", help="Requests per API key, e.g. '100/second;3000/minute', 'off' or 'default'."),
+    rate_limit_per_subject: str | None = typer.Option(
+        None, "--rate-limit-per-subject", help="Requests per subject, e.g. '10/second;300/minute', 'off', 'default'."),
+    retention_days: int | None = typer.Option(None, "--retention-days",
+                                              help="Erase threads idle this many days (0 keeps them)."),
+    webhook_url: str | None = typer.Option(None, "--webhook-url",
+                                           help="Where run webhooks are POSTed ('' removes the webhook)."),
+    rotate_webhook_secret: bool = typer.Option(False, "--rotate-webhook-secret"),
     database_url: str = DatabaseUrl, as_json: bool = JsonFlag,
 ):
     jwks_json: dict[str, Any] | None = None
@@ -80,8 +90,13 @@ def workspace_update(
         ws = await ws_service.update_workspace(
             s, workspace, jwks_uri=jwks_uri, jwks_json=jwks_json, allowed_origins=origins,
             mint_url=mint_url, rotate_request_secret=rotate_request_secret,
-            realtime=None if realtime is None else realtime == "on")
-        return ws_service.workspace_dict(ws, reveal_secret=True)
+            realtime=None if realtime is None else realtime == "on",
+            rate_limit_per_key=rate_limit_per_key, rate_limit_per_subject=rate_limit_per_subject,
+            retention_days=retention_days)
+        endpoint = await webhook_service.configure(s, workspace, url=webhook_url,
+                                                   rotate_secret=rotate_webhook_secret)
+        return {**ws_service.workspace_dict(ws, reveal_secret=True),
+                **webhook_service.endpoint_fields(endpoint, reveal_secret=True)}
 
     emit(_guard(as_json, lambda: run_db(database_url, work)), as_json)
 
@@ -92,6 +107,8 @@ def workspace_show(workspace: str = typer.Argument(...), database_url: str = Dat
     async def work(s):
         ws = await ws_service.get_workspace(s, workspace)
         data = ws_service.workspace_dict(ws, reveal_secret=False)
+        data.update(webhook_service.endpoint_fields(await webhook_service.endpoint_for(s, workspace),
+                                                    reveal_secret=False))
         data["keys"] = [ws_service.key_dict(k) for k in await ws_service.list_keys(s, workspace)]
         data["connections"] = [ws_service.connection_dict(c)
                                for c in await ws_service.list_connections(s, workspace)]

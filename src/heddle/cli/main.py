@@ -7,6 +7,7 @@ import typer
 from heddle.cli.control import agent_app, connection_app, credits_app, key_app, workspace_app
 from heddle.cli.demo import demo
 from heddle.cli.output import DatabaseUrl, JsonFlag, emit, run_db
+from heddle.cli.webhooks import webhook_app
 from heddle.identify.cli import app as identify_app
 
 app = typer.Typer(help="Heddle: Identify and Loom, self-hosted.", no_args_is_help=True,
@@ -16,8 +17,19 @@ app.add_typer(key_app, name="key")
 app.add_typer(connection_app, name="connection")
 app.add_typer(agent_app, name="agent")
 app.add_typer(credits_app, name="credits")
+app.add_typer(webhook_app, name="webhook")
 app.command("demo")(demo)
 app.add_typer(identify_app, name="identify", help="Identify directories: import official files, show coverage.")
+
+
+def _check_or_exit(settings, role: str) -> None:
+    from heddle.deployment import DeploymentError, check_deployment
+
+    try:
+        check_deployment(settings, role=role)
+    except DeploymentError as exc:
+        typer.echo(f"heddle {role}: refusing to start: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()
@@ -30,6 +42,7 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
 
     from heddle.app import create_app
     from heddle.config import Settings
+    from heddle.serving import uvicorn_options
 
     overrides: dict = {}
     if database_url:
@@ -41,9 +54,36 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     if dev:
         overrides.update(dev=True, log_json=False)
     settings = Settings(**overrides)
-    # 64 KiB WebSocket frames at most: the Pusher protocol's own limit is 10 KiB per message.
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, ws="websockets-sansio",
-                ws_max_size=64 * 1024, log_level=settings.log_level.lower(), access_log=False, lifespan="on")
+    _check_or_exit(settings, "serve")
+    uvicorn.run(create_app(settings), **uvicorn_options(settings))
+
+
+@app.command()
+def worker(concurrency: int | None = typer.Option(None, "--concurrency", min=1,
+                                                  help="Runs executed at once (HEDDLE_WORKER_CONCURRENCY, 16)."),
+           port: int | None = typer.Option(None, "--port", help="Health and metrics port (HEDDLE_WORKER_PORT)."),
+           database_url: str = DatabaseUrl):
+    """Execute queued runs (HEDDLE_EXECUTOR=queue, PostgreSQL); SIGTERM finishes or hands back runs."""
+    import asyncio
+
+    from heddle.config import Settings
+    from heddle.observability.logging import configure_logging
+    from heddle.queue.process import run_worker_process
+
+    overrides: dict = {}
+    if database_url:
+        overrides["database_url"] = database_url
+    if concurrency:
+        overrides["worker_concurrency"] = concurrency
+    if port is not None:
+        overrides["worker_port"] = port
+    settings = Settings(**overrides)
+    _check_or_exit(settings, "worker")
+    configure_logging(settings.log_level, settings.log_json)
+    asyncio.run(run_worker_process(
+        settings, concurrency=settings.worker_concurrency, health_port=settings.worker_port,
+        shutdown_grace=settings.worker_shutdown_grace, heartbeat_seconds=settings.worker_heartbeat_seconds,
+        stalled_seconds=settings.worker_stalled_seconds))
 
 
 @app.command()

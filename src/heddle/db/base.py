@@ -105,9 +105,9 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
 class Database:
     """Owns the engine and hands out sessions; one per process."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, **engine_kwargs: Any):
         self.url = url
-        self.engine = create_engine(url)
+        self.engine = create_engine(url, **engine_kwargs)
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         self.write_sessionmaker = async_sessionmaker(
             self.engine.execution_options(sqlite_write=True), expire_on_commit=False)

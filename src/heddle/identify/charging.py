@@ -6,32 +6,70 @@ Shared by `POST /v1/identify` and the Loom built-in `identify` tool, so both bil
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.billing import service as billing
 from heddle.billing.service import InsufficientCredits
+from heddle.db.base import Database
 from heddle.identify.schemas import IdentifyRequest
-from heddle.money import to_micro
+from heddle.observability.metrics import Metrics
+
+if TYPE_CHECKING:
+    from heddle.identify.service import IdentifyService
+
+Recorder = Callable[[AsyncSession, dict[str, Any]], Awaitable[None]]
 
 
-async def identify_and_charge(svc, *, workspace_id: str, key_id: str | None, request: IdentifyRequest,
+@dataclass(frozen=True, slots=True)
+class IdentifyCharging:
+    """What a paid lookup needs: the database, the lookup service, metrics and the price."""
+
+    db: Database
+    identify: IdentifyService
+    metrics: Metrics
+    price_micro: int
+
+
+async def identify_and_charge(svc: IdentifyCharging, *, workspace_id: str, key_id: str | None,
+                              request: IdentifyRequest,
                               balance_hint: int | None = None,
-                              run_id: uuid.UUID | None = None) -> tuple[dict[str, Any], int]:
-    """Return the Identify Result and the micro-credits charged (0 unless `identified`)."""
-    price = to_micro(svc.settings.identify_price_credits)
+                              run_id: uuid.UUID | None = None,
+                              guard: Callable[[AsyncSession], Awaitable[None]] | None = None,
+                              record: Recorder | None = None) -> tuple[dict[str, Any], int]:
+    """Return the Identify Result and the micro-credits charged (0 unless `identified`).
+
+    `guard(session)`, when given, runs first inside the charge's transaction and may raise to
+    prevent the charge (a run's executor checks there that it still holds the run).
+    `record(session, result)` runs next in the same transaction (in a transaction of its
+    own when nothing is charged): the Idempotency-Key's response commits with the charge or not
+    at all, so a retry is never billed twice and a charged call always has its response stored.
+    """
+    price = svc.price_micro
     if price:
         if balance_hint is None:
-            async with svc.database().session() as session:
+            async with svc.db.session() as session:
                 balance_hint = await billing.balance_micro(session, workspace_id)
         if balance_hint < price:  # 402 before the lookup, per the contract
             raise InsufficientCredits(balance_hint, price)
     result = await svc.identify.identify(request)
     svc.metrics.identify.labels(str(result.rail), str(result.result)).inc()
+    data = result.to_dict()
     charged = 0
     if result.billable and price:
-        async with svc.database().transaction() as session:
+        async with svc.db.transaction() as session:
+            if guard is not None:
+                await guard(session)
+            if record is not None:
+                await record(session, data)
             await billing.charge(session, workspace_id, price, reason="identify", ref=str(result.rail),
                                  run_id=run_id, key_id=key_id)
         svc.metrics.credits_charged.labels("identify").inc(price)
         charged = price
-    return result.to_dict(), charged
+    elif record is not None:
+        async with svc.db.transaction() as session:
+            await record(session, data)
+    return data, charged

@@ -18,10 +18,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from heddle.config import get_settings
 from heddle.db.base import Database
 from heddle.db.migrate import upgrade
-from heddle.identify.coverage import coverage_report
+from heddle.identify.coverage import coverage_report, shipped_files
 from heddle.identify.datasets import load_curated
 from heddle.identify.importers import PARSERS, ImportFormatError
-from heddle.identify.importers.store import imported_codes, upsert_rows
+from heddle.identify.importers.store import TooManyBadRows, import_rows, imported_codes
 
 app = typer.Typer(help="Identify: institution directories.", no_args_is_help=True)
 
@@ -29,8 +29,14 @@ MAX_FILE_BYTES = 512 * 1024 * 1024
 
 
 class ImportFormat(StrEnum):
-    FEDACH = "fedach"
-    IFSC_CSV = "ifsc-csv"
+    FEDACH = "fedach"  # FedACH directory, fixed-width text or the Fed's JSON
+    FEDWIRE = "fedwire"  # Fedwire Funds directory, fixed-width text or JSON
+    IFSC_CSV = "ifsc-csv"  # RBI list as CSV, or Razorpay's IFSC.csv
+    IFSC_XLSX = "ifsc-xlsx"  # RBI list as published (XLSX)
+    EISCD = "eiscd"  # UK sort codes, EISCD-style CSV
+
+
+DEFAULT_MAX_BAD_ROWS = 100
 
 
 DatabaseUrl = Annotated[str | None, typer.Option(
@@ -61,44 +67,55 @@ def _fail(code: str, message: str, as_json: bool, **details: Any) -> typer.Exit:
 def import_directory(
     file: Annotated[Path, typer.Argument(help="The directory file to load.")],
     format: Annotated[ImportFormat, typer.Option("--format", help="File format.")],
+    max_bad_rows: Annotated[int, typer.Option(
+        "--max-bad-rows", min=0,
+        help="Skip and report up to this many bad rows; past it, write nothing.")] = DEFAULT_MAX_BAD_ROWS,
     database_url: DatabaseUrl = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Load an official directory (FedACH or IFSC CSV); all rows or none are written."""
+    """Load an official directory; bad rows are skipped and reported, and past
+    --max-bad-rows nothing is written (one transaction: all good rows or none)."""
     try:
         if file.stat().st_size > MAX_FILE_BYTES:
             raise _fail("file_too_large", f"the file is larger than {MAX_FILE_BYTES} bytes", as_json)
         data = file.read_bytes()
     except OSError as exc:
         raise _fail("unreadable_file", f"cannot read the file: {exc.strerror}", as_json) from None
-    try:
-        rows = PARSERS[format.value](data)
-    except ImportFormatError as exc:
-        raise _fail("invalid_file", str(exc), as_json, line=exc.line) from None
     url = database_url or get_settings().database_url
     try:
-        summary = asyncio.run(_import(url, rows))
+        summary = asyncio.run(_import(url, PARSERS[format.value](data), max_bad_rows))
+    except TooManyBadRows as exc:
+        raise _fail("too_many_bad_rows", str(exc), as_json, bad_rows=exc.summary.bad_rows,
+                    max_bad_rows=exc.limit,
+                    examples=[b.to_dict() for b in exc.summary.bad_examples]) from None
+    except ImportFormatError as exc:
+        raise _fail("invalid_file", str(exc), as_json, line=exc.line) from None
     except (SQLAlchemyError, OSError) as exc:
         raise _fail("database_error", f"the import was not written: {exc}", as_json) from None
-    payload = {"format": format.value, "rail": rows[0].rail, "rows": summary.rows,
-               "inserted": summary.inserted, "updated": summary.updated}
-    message = (f"Imported {summary.rows} {rows[0].rail} rows "
-               f"({summary.inserted} new, {summary.updated} updated).")
-    _emit(payload, as_json, [message])
+    payload = {"format": format.value, "rail": summary.rail, "rows": summary.rows,
+               "inserted": summary.inserted, "updated": summary.updated,
+               "bad_rows": summary.bad_rows,
+               "bad_row_examples": [b.to_dict() for b in summary.bad_examples]}
+    lines = [f"Imported {summary.rows} {summary.rail} rows "
+             f"({summary.inserted} new, {summary.updated} updated); "
+             f"{summary.bad_rows} bad rows skipped."]
+    lines += [f"  line {b.line}: {b.message}" for b in summary.bad_examples]
+    _emit(payload, as_json, lines)
 
 
-async def _import(url: str, rows):
+async def _import(url: str, parsed, max_bad_rows: int):
     await upgrade(url)
     db = Database(url)
     try:
-        return await upsert_rows(db, rows)
+        return await import_rows(db, parsed, max_bad_rows=max_bad_rows)
     finally:
         await db.dispose()
 
 
 @app.command("coverage")
 def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> None:
-    """How many institutions each rail knows (curated + imported)."""
+    """Per rail: institutions, codes and ranges known (shipped + imported), beside the size
+    of the official directory; then every shipped data file's source and licence."""
     url = database_url or get_settings().database_url
     try:
         imported = asyncio.run(_imported(url))
@@ -106,10 +123,18 @@ def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> Non
         raise _fail("database_error", f"cannot read the directory: {exc}", as_json) from None
     curated = load_curated()
     report = coverage_report(curated, imported)
-    payload = {"rails": report, "curated_as_of": {k: v.isoformat() for k, v in curated.as_of.items()}}
-    lines = [f"{'rail':<16}{'curated':>10}{'imported':>10}{'total':>10}"]
-    lines += [f"{rail:<16}{c['curated']:>10}{c['imported']:>10}{c['total']:>10}"
-              for rail, c in report.items()]
+    files = shipped_files()
+    payload = {"rails": report, "files": files,
+               "curated_as_of": {k: v.isoformat() for k, v in curated.as_of.items()}}
+    lines = [f"{'rail':<16}{'institutions':>13}{'codes':>9}{'ranges':>8}{'imported':>10}"
+             f"{'official':>10}  official directory"]
+    for rail, c in report.items():
+        official = c["official"]
+        size = f"{official['size']:,}" if official["size"] else "n/a"
+        lines.append(f"{rail:<16}{c['institutions']:>13,}{c['codes']:>9,}{c['ranges']:>8,}"
+                     f"{c['imported']:>10,}{size:>10}  {official['directory']}")
+    lines.append("")
+    lines += [f"{f['file']:<24}{f['as_of']:<12}{f['licence']}" for f in files]
     _emit(payload, as_json, lines)
 
 

@@ -66,6 +66,10 @@ class SortCodeEntry(_Entry):
     bic: BicCode | None = None
     reachable_rails: list[RailName] = []
     shared_by: list[Name] | None = None
+    # A range is evidence of its institution only when the source says the whole range is
+    # that institution's. A clearing bank's allocation is not: agency banks, building
+    # societies and payment firms hold codes inside it.
+    sole_owner: bool = False
 
     @model_validator(mode="after")
     def _shape(self):
@@ -73,6 +77,8 @@ class SortCodeEntry(_Entry):
             raise ValueError("range start is after its end")
         if (self.shared_by is None) == (self.name is None or self.type is None):
             raise ValueError("an entry names one bank (name, type) or lists `shared_by`")
+        if self.sole_owner and self.shared_by:
+            raise ValueError("a shared range has no sole owner")
         return self
 
 
@@ -82,6 +88,22 @@ class IfscBankEntry(_Entry):
     type: TypeName
     bic: BicCode | None = None
     reachable_rails: list[RailName]
+
+
+class IfscSubletFile(BaseModel):
+    """ifsc_razorpay.json: bank codes (`entries`) plus the sub-member maps."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str
+    as_of: dt.date
+    licence: Annotated[str, StringConstraints(min_length=2)]
+    sources: list[Annotated[str, StringConstraints(min_length=10)]] = Field(min_length=1)
+    notes: str
+    entries: list[IfscBankEntry] = Field(min_length=1)
+    sublets: dict[Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}0[A-Z0-9]{6}$")], str]
+    sublet_prefixes: dict[Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}(?:0[A-Z0-9]{0,6})?$")],
+                          Name]
 
 
 class NigerianEntry(_Entry):
@@ -100,9 +122,17 @@ class NigerianEntry(_Entry):
             raise ValueError("an institution needs a cbn_code or a nip_code")
         if self.nuban_check_digit and self.cbn_code is None:
             raise ValueError("the NUBAN check digit needs the CBN institution code")
-        if self.nip_code and (self.nip_code.startswith("000") or self.nip_code.startswith("9")):
-            raise ValueError("a NIP code must not look like a padded CBN code")
         return self
+
+
+class NipEntry(_Entry):
+    """A NIBSS NIP institution code (ng_nip_codes.json)."""
+
+    nip_code: Digits6
+    name: Name
+    type: TypeName
+    cbn_code: Digits3or5 | None = None  # links to the ng_institutions.json entry
+    source: Literal["banklist-ng", "py-nuban"]
 
 
 class GhanaEntry(_Entry):
@@ -133,6 +163,7 @@ class _File(BaseModel, Generic[EntryT]):
 
     dataset: str
     as_of: dt.date
+    licence: Annotated[str, StringConstraints(min_length=2)]
     sources: list[Annotated[str, StringConstraints(min_length=10)]] = Field(min_length=1)
     notes: str
     entries: list[EntryT] = Field(min_length=1)
@@ -144,6 +175,9 @@ class SortCodeRange:
     end: str
     institution: Institution | None  # None for a range shared by several banks
     shared_by: tuple[str, ...] = ()
+    # True for a single sort code, or a range the source gives to one institution as a whole;
+    # False for a clearing bank's allocation, which only says who clears the code.
+    evidence: bool = False
 
     @property
     def size(self) -> int:
@@ -163,6 +197,31 @@ class MomoOperator:
     institution: Institution
 
 
+def branch_shape(code: str) -> str:
+    """'digits' when an IFSC's branch part (after the 0) is all digits, else 'letters'."""
+    return "digits" if code[5:].isdigit() else "letters"
+
+
+@dataclass(frozen=True, slots=True)
+class IfscSublets:
+    """Sub-member IFSCs: codes of a sponsor bank leased to another bank."""
+
+    exact: dict[str, Institution]  # IFSC -> the bank that holds it
+    prefixes: tuple[tuple[str, Institution], ...]  # longest first
+    # Sponsor bank code -> shapes of its known sub-member codes: a code of that shape that
+    # no map lists may be an unlisted sub-member, so it is not attributed to the sponsor.
+    sponsor_shapes: dict[str, frozenset[str]]
+
+    def holder(self, code: str) -> Institution | None:
+        found = self.exact.get(code)
+        if found is not None:
+            return found
+        for prefix, bank in self.prefixes:
+            if code.startswith(prefix):
+                return bank
+        return None
+
+
 @dataclass(frozen=True)
 class CuratedData:
     """All curated indexes, built once per process."""
@@ -172,8 +231,10 @@ class CuratedData:
     sepa: dict[str, SepaEntry]
     routing_numbers: dict[str, Institution]
     sort_code_ranges: tuple[SortCodeRange, ...]  # most specific first
-    ifsc_banks: dict[str, Institution]
-    ng_institutions: dict[str, NigerianInstitution]  # by 6-digit NUBAN code and by NIP code
+    ifsc_banks: dict[str, Institution]  # 4-letter bank code (curated, then Razorpay's list)
+    ifsc_sublets: IfscSublets
+    ng_by_nuban_code: dict[str, NigerianInstitution]  # 6-digit NUBAN form of the CBN code
+    ng_by_nip_code: dict[str, NigerianInstitution]  # NIBSS NIP code (the two can collide)
     ng_check_digit_institutions: tuple[NigerianInstitution, ...]
     gh_banks: dict[str, Institution]  # by sort code
     gh_bank_prefixes: dict[str, Institution]  # 2-digit bank code -> head office
@@ -206,6 +267,42 @@ def _unique(index: dict, key, value, dataset: str) -> None:
     index[key] = value
 
 
+def _ifsc_open_list(ifsc: dict[str, Institution], as_of: dict[str, dt.date]) -> IfscSublets:
+    """Add Razorpay's bank list to `ifsc` (curated entries win) and index the sub-members."""
+    text = resources.files("heddle.identify").joinpath("data", "ifsc_razorpay.json").read_text(
+        encoding="utf-8")
+    data = IfscSubletFile.model_validate(json.loads(text))
+    as_of[data.dataset] = data.as_of
+    for e in data.entries:
+        ifsc.setdefault(e.prefix, _institution(name=e.name, type=e.type, code=e.prefix,
+                                               country="IN", rails=e.reachable_rails))
+
+    def bank(holder: str) -> Institution:
+        if holder in ifsc:
+            return ifsc[holder]
+        # Razorpay names some leased prefixes' holders without a bank code.
+        kind = ("cooperative_bank" if "co-operative" in holder.lower()
+                or "sahakari" in holder.lower() else "bank")
+        return _institution(name=holder, type=kind, code=holder[:40], country="IN")
+
+    exact: dict[str, Institution] = {}
+    shapes: dict[str, set[str]] = {}
+    for code, holder in data.sublets.items():
+        exact[code] = bank(holder)
+        shapes.setdefault(code[:4], set()).add(branch_shape(code))
+    prefixes = []
+    for prefix, holder in data.sublet_prefixes.items():
+        if len(prefix) == 11:
+            exact.setdefault(prefix, bank(holder))
+        else:
+            prefixes.append((prefix, bank(holder)))
+        if len(prefix) > 5:
+            shapes.setdefault(prefix[:4], set()).add(branch_shape(prefix))
+    prefixes.sort(key=lambda p: -len(p[0]))
+    return IfscSublets(exact, tuple(prefixes),
+                       {k: frozenset(v) for k, v in shapes.items()})
+
+
 @cache
 def load_curated() -> CuratedData:
     """Read and index every curated file (cached: the files ship with the package)."""
@@ -226,7 +323,8 @@ def load_curated() -> CuratedData:
     for e in read("sort_codes.json", SortCodeEntry):
         inst = None if e.shared_by else _institution(
             name=e.name, type=e.type, code=e.from_, country="GB", bic=e.bic, rails=e.reachable_rails)
-        ranges.append(SortCodeRange(e.from_, e.to, inst, tuple(e.shared_by or ())))
+        ranges.append(SortCodeRange(e.from_, e.to, inst, tuple(e.shared_by or ()),
+                                    evidence=inst is not None and (e.sole_owner or e.from_ == e.to)))
     ranges.sort(key=lambda r: (r.size, r.start))
 
     ifsc: dict[str, Institution] = {}
@@ -234,8 +332,11 @@ def load_curated() -> CuratedData:
         _unique(ifsc, e.prefix, _institution(
             name=e.name, type=e.type, code=e.prefix, country="IN", bic=e.bic, rails=e.reachable_rails),
             "ifsc_banks")
+    ifsc_sublets = _ifsc_open_list(ifsc, as_of)
 
-    ng: dict[str, NigerianInstitution] = {}
+    ng_nuban: dict[str, NigerianInstitution] = {}
+    ng_nip: dict[str, NigerianInstitution] = {}
+    by_cbn: dict[str, NigerianInstitution] = {}
     for e in read("ng_institutions.json", NigerianEntry):
         nuban_code = nuban_institution_code(e.cbn_code) if e.cbn_code else None
         external = {"paystack": e.paystack_code} if e.paystack_code else {}
@@ -243,9 +344,23 @@ def load_curated() -> CuratedData:
                             bic=e.bic, rails=e.reachable_rails, external=external)
         record = NigerianInstitution(inst, nuban_code if e.nuban_check_digit else None,
                                      e.nuban_check_digit)
-        for key in filter(None, (nuban_code, e.nip_code)):
-            _unique(ng, key, record, "ng_institutions")
-    ng_check = tuple({id(r): r for r in ng.values() if r.check_digit}.values())
+        if nuban_code:
+            _unique(ng_nuban, nuban_code, record, "ng_institutions")
+            by_cbn[e.cbn_code] = record
+        if e.nip_code:
+            _unique(ng_nip, e.nip_code, record, "ng_institutions")
+    # NIP codes from the shipped open lists; a curated entry keeps its own NIP code.
+    for e in read("ng_nip_codes.json", NipEntry):
+        if e.nip_code in ng_nip:
+            continue
+        if e.cbn_code is not None:
+            if e.cbn_code not in by_cbn:
+                raise ValueError(f"ng_nip_codes: CBN code {e.cbn_code} is not in ng_institutions")
+            ng_nip[e.nip_code] = by_cbn[e.cbn_code]
+            continue
+        inst = _institution(name=e.name, type=e.type, code=e.nip_code, country="NG", rails=["nip"])
+        ng_nip[e.nip_code] = NigerianInstitution(inst, None, False)
+    ng_check = tuple(r for r in by_cbn.values() if r.check_digit)
 
     gh: dict[str, Institution] = {}
     gh_prefixes: dict[str, Institution] = {}
@@ -280,14 +395,14 @@ def load_curated() -> CuratedData:
             name=e.name, type="bank", code=e.bic, country=e.bic[4:6], bic=e.bic, city=e.city),
             "swift_bics")
     # The other curated datasets name head-office BICs too; the first one seen wins.
-    for inst in [*ifsc.values(), *(r.institution for r in ng.values()), *gh.values(),
+    for inst in [*ifsc.values(), *(r.institution for r in by_cbn.values()), *gh.values(),
                  *(r.institution for r in ranges if r.institution)]:
         if inst.bic and inst.bic[:8] not in bics:
             bics[inst.bic[:8]] = inst
 
     return CuratedData(
         as_of=as_of, bics=bics, sepa=sepa, routing_numbers=routing,
-        sort_code_ranges=tuple(ranges), ifsc_banks=ifsc, ng_institutions=ng,
-        ng_check_digit_institutions=ng_check, gh_banks=gh, gh_bank_prefixes=gh_prefixes,
+        sort_code_ranges=tuple(ranges), ifsc_banks=ifsc, ifsc_sublets=ifsc_sublets, ng_by_nuban_code=ng_nuban,
+        ng_by_nip_code=ng_nip, ng_check_digit_institutions=ng_check, gh_banks=gh, gh_bank_prefixes=gh_prefixes,
         momo_operators=momo, momo_countries=frozenset(c for c, _ in momo),
     )

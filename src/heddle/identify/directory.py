@@ -54,6 +54,10 @@ def record_from_row(rail: str, code: str, name: str, type_: str, bic: str | None
     note = None
     if rail == Rail.ROUTING_NUMBER and extra.get("new_routing_number"):
         note = f"FedACH routes items for this routing number to {extra['new_routing_number']}."
+    elif rail == Rail.ROUTING_NUMBER and extra.get("fedglobal"):
+        note = ("A FedGlobal entry: ACH items to this routing number go to an institution "
+                "outside the US through the Federal Reserve's international ACH service; the "
+                "directory does not give its country.")
     return DirectoryRecord(institution, bool(extra.get("rails_complete")), note)
 
 
@@ -83,7 +87,8 @@ class Directory:
             banks = schwifty_registry.get_banks_by_bic(candidate)
             if banks:
                 bank = next((b for b in banks if b.primary), banks[0])
-                return Institution(name=bank.name, type="financial_institution", code=bic,
+                # Same type as the IBAN rail gives the same registry entry: the registries list banks.
+                return Institution(name=bank.name, type="bank", code=bic,
                                    country=bic[4:6], bic=bank.bic or candidate)
         return None
 

@@ -8,20 +8,22 @@ import uuid
 from pydantic import ValidationError
 
 from heddle.errors import HeddleError
-from heddle.identify.charging import identify_and_charge
+from heddle.identify.charging import IdentifyCharging, identify_and_charge
 from heddle.identify.schemas import IdentifyRequest
 from heddle.loom.models import Run
 from heddle.loom.tools import ToolExecution
-from heddle.observability.request_log import LoggedRequest
+from heddle.observability.request_log import LoggedRequest, RequestLogWriter
 
 
-async def identify_tool_call(svc, run: Run, args: dict) -> ToolExecution:
+async def identify_tool_call(charging: IdentifyCharging, request_log: RequestLogWriter | None, run: Run,
+                             args: dict, guard=None) -> ToolExecution:
+    """`guard(session)` runs first in the charge's transaction (the executor's fence check)."""
     started = time.perf_counter()
     status = 200
     try:
         request = IdentifyRequest.model_validate(args)
-        data, charged = await identify_and_charge(svc, workspace_id=run.workspace_id, key_id=run.key_id,
-                                                  request=request, run_id=run.id)
+        data, charged = await identify_and_charge(charging, workspace_id=run.workspace_id, key_id=run.key_id,
+                                                  request=request, run_id=run.id, guard=guard)
         return ToolExecution(status="succeeded", result=data, cost_micro=charged, charged=True)
     except ValidationError as exc:
         status = 400
@@ -32,8 +34,8 @@ async def identify_tool_call(svc, run: Run, args: dict) -> ToolExecution:
         status = exc.status
         return ToolExecution(status="failed", result={"error": {"code": exc.code, "message": exc.message}})
     finally:
-        if svc.request_log is not None:
-            svc.request_log.submit(LoggedRequest(
+        if request_log is not None:
+            request_log.submit(LoggedRequest(
                 request_id=uuid.uuid4().hex, method="POST", path="/v1/identify", status=status,
                 latency_ms=(time.perf_counter() - started) * 1000, workspace_id=run.workspace_id,
                 key_id=run.key_id, auth_mode="internal", run_id=run.id, run_verified=True))

@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import pycountry
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, field_validator, model_validator
 
 from heddle.api.envelope import ReadModel
 
@@ -66,6 +66,25 @@ class IdentifyRequest(BaseModel):
     country: str | None = Field(None, description="ISO 3166-1 alpha-2 hint, such as GB or NG.")
     account_number: Annotated[str, StringConstraints(max_length=64)] | None = Field(
         None, description="When present, holder-name resolution is attempted on nuban, momo and gh_bank.")
+    # The account number exactly as the caller wrote it: `account.number` echoes it (spec,
+    # "Identify Result"), while lookups and check digits use the compact `account_number`.
+    _account_number_sent: str | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_sent(cls, data: Any, handler):
+        sent = data.get("account_number") if isinstance(data, dict) else None
+        model = handler(data)
+        if isinstance(sent, str):
+            model._account_number_sent = sent.strip()
+        return model
+
+    @property
+    def account_number_sent(self) -> str | None:
+        """`account_number` as sent (outer whitespace dropped), or None."""
+        if self.account_number is None:
+            return None
+        return self._account_number_sent or self.account_number
 
     @field_validator("country")
     @classmethod
@@ -111,13 +130,16 @@ class Institution:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        address: dict[str, Any] = {"country": self.country}
+        address: dict[str, Any] = {}
         if self.city:
-            address = {"city": self.city, "country": self.country}
+            address["city"] = self.city
+        if self.country:  # unknown for a FedGlobal (foreign) participant of FedACH
+            address["country"] = self.country
         out: dict[str, Any] = {"name": self.name, "type": self.type, "code": self.code}
         if self.bic:
             out["bic"] = self.bic
-        out["address"] = address
+        if address:
+            out["address"] = address
         return out
 
 

@@ -49,7 +49,7 @@ class IdentifyService:
         await self._refresh_directory()
         now = self._clock()
         outcome = self._lookup(raw, request, now)
-        account = await self._account(outcome, request.account_number)
+        account = await self._account(outcome, request.account_number, request.account_number_sent)
         identified = outcome.result is ResultKind.IDENTIFIED
         return Identification(
             result=outcome.result, rail=outcome.rail, country=outcome.country,
@@ -71,16 +71,19 @@ class IdentifyService:
             parsed = handler.parse(raw, request.country)
         return handler.lookup(parsed, request.account_number, ctx)
 
-    async def _account(self, outcome: RailOutcome, sent: str | None) -> AccountInfo | None:
-        if sent is None:
+    async def _account(self, outcome: RailOutcome, compact: str | None,
+                       sent: str | None) -> AccountInfo | None:
+        """`account.number` is the number as sent (spec); the rail's normalised form (e.g. a
+        wallet in E.164) is what the holder-name resolvers are asked about."""
+        if compact is None or sent is None:
             return None
-        number = outcome.account_number or sent
         if outcome.rail not in NAME_RESOLUTION_RAILS:
-            return AccountInfo(number, NameResolutionStatus.NOT_SUPPORTED)
+            return AccountInfo(sent, NameResolutionStatus.NOT_SUPPORTED)
         if outcome.result is not ResultKind.IDENTIFIED or outcome.institution is None:
-            return AccountInfo(number, NameResolutionStatus.UNAVAILABLE)
+            return AccountInfo(sent, NameResolutionStatus.UNAVAILABLE)
+        number = outcome.account_number or compact
         resolution = await self.names.resolve(outcome.rail, outcome.institution, number)
-        return AccountInfo(number, resolution.status, resolution.name)
+        return AccountInfo(sent, resolution.status, resolution.name)
 
     async def _refresh_directory(self) -> None:
         if self._db is None:

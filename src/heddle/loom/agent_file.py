@@ -20,6 +20,17 @@ class BuiltinTool(BaseModel):
     builtin: Literal["identify"]
 
 
+class ApprovalRule(BaseModel):
+    """When an `interaction: approve` call needs a person's approval (loom/approvals.py).
+
+    `above: {amount: 100}` asks only when the numeric argument `amount` is above 100 (or is
+    missing or not a number: when in doubt, ask). Without a rule every call is asked about.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    above: dict[Annotated[str, Field(min_length=1, max_length=64)], float] = Field(min_length=1, max_length=16)
+
+
 class HostedTool(BaseModel):
     """A tool served by the caller's tool host (a connection), POSTed at `path`."""
 
@@ -30,8 +41,15 @@ class HostedTool(BaseModel):
     connection: str | None = None  # pinned connection (name or id); None = unpinned
     path: Annotated[str, Field(pattern=r"^/[^\s?#]*$", max_length=500)]
     risk: Literal["low", "medium", "high"] = "low"
-    interaction: Literal["auto", "confirm"] = "auto"
+    interaction: Literal["auto", "confirm", "approve"] = "auto"
     reliability: Literal["idempotent", "at_most_once"] = "idempotent"
+    approve_when: ApprovalRule | None = None  # only with interaction: approve
+
+    @model_validator(mode="after")
+    def _rule_needs_approve(self) -> HostedTool:
+        if self.approve_when is not None and self.interaction != "approve":
+            raise ValueError("approve_when needs interaction: approve")
+        return self
 
     @field_validator("parameters")
     @classmethod
@@ -68,7 +86,7 @@ class AgentFile(BaseModel):
         return self
 
     def tool_dicts(self) -> list[dict[str, Any]]:
-        return [t.model_dump() for t in self.tools]
+        return [_tool_dict(t) for t in self.tools]
 
 
 class AgentFileError(ValueError):
@@ -104,3 +122,10 @@ def load_agent_file(path: str | Path) -> AgentFile:
     except OSError as exc:
         raise AgentFileError(f"{p}: cannot read: {exc.strerror}") from exc
     return parse_agent_file(text, filename=p.name)
+
+
+def _tool_dict(tool: BuiltinTool | HostedTool) -> dict[str, Any]:
+    data = tool.model_dump()
+    if data.get("approve_when", "absent") is None:
+        del data["approve_when"]  # agents stored before approvals keep their exact shape
+    return data

@@ -3,6 +3,10 @@
 Each step is its own database transaction (a model turn with its charge and tool-call rows;
 one tool call; one state transition), so a crash loses at most the step in flight, and
 `execute()` can resume any run from what the database holds.
+
+`execute(run_id, fence)` runs for the executor that claimed the run with that fencing token
+(heddle/loom/lease.py). Every write transaction is conditional on the token and no tool host
+is called once it moved on: a stale executor gets `StaleExecutor` and stops, writing nothing.
 """
 
 from __future__ import annotations
@@ -17,17 +21,29 @@ from sqlalchemy import bindparam, select
 
 from heddle.billing import service as billing
 from heddle.config import Settings
-from heddle.db.base import Database, utcnow
+from heddle.db.base import Database
 from heddle.errors import HeddleError
+from heddle.loom.approvals import AWAITING_APPROVAL, initial_status
+from heddle.loom.control import advance_queue, hold_or_cancelled
+from heddle.loom.deltas import DeltaStream
 from heddle.loom.effects import Effects, EventSink
 from heddle.loom.history import build_conversation
+from heddle.loom.lease import Fence
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
 from heddle.loom.providers.base import ModelProviderError, ModelResponse
 from heddle.loom.providers.registry import cost_micro
 from heddle.loom.queries import next_message_seq
+from heddle.loom.run_events import RunEventLog, stage
 from heddle.loom.serializers import message_dict
 from heddle.loom.service import render_run
-from heddle.loom.states import RUNNING, transition
+from heddle.loom.states import (
+    CALL_EVENT_FOR_STATUS,
+    CALL_PENDING,
+    RUNNING,
+    StaleExecutor,
+    transition,
+    transition_call,
+)
 from heddle.loom.tools import ToolRunner, tool_definition, tool_specs
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
@@ -48,33 +64,63 @@ class RunFailure(Exception):
 
 class RunEngine:
     def __init__(self, db: Database, settings: Settings, registry, tools: ToolRunner,
-                 events: Callable[[], EventSink | None], metrics: Metrics):
+                 events: Callable[[], EventSink | None], metrics: Metrics, run_events: RunEventLog | None = None):
         self.db = db
+        self.run_events = run_events or RunEventLog(db)  # the stored event log behind SSE
         self.settings = settings
         self.registry = registry
         self.tools = tools
         self.events = events
         self.metrics = metrics
+        # Set by Services once the executor exists: runs a step makes runnable (the next
+        # queued run of a thread) are submitted through it.
+        self.submitter = None
+        # Model calls in flight by run, so a cancel can abandon one at once (see nudge()).
+        self._model_calls: dict[uuid.UUID, asyncio.Future] = {}
+        self._abandoned: set[uuid.UUID] = set()
 
-    async def execute(self, run_id: uuid.UUID) -> None:
+    def nudge(self, run_id: uuid.UUID) -> None:
+        """The run changed under this executor (a cancel): abandon its model call if it stopped."""
+        call = self._model_calls.get(run_id)
+        if call is not None and not call.done():
+            asyncio.get_running_loop().create_task(self._abandon_if_stopped(run_id, call))
+
+    async def _abandon_if_stopped(self, run_id: uuid.UUID, call: asyncio.Future) -> None:
+        async with self.db.session() as session:
+            state = await session.scalar(select(Run.state).where(Run.id == run_id))
+        if state != RUNNING and not call.done():
+            self._abandoned.add(run_id)
+            call.cancel()
+
+    async def execute(self, run_id: uuid.UUID, fence: Fence) -> None:
+        """Advance the run while this executor holds it with `fence` (see heddle.loom.lease)."""
         deadline = time.monotonic() + self.settings.run_max_seconds
         try:
-            while await self._step(run_id, deadline):
-                pass
-        except RunFailure as failure:
-            await self._fail(run_id, failure.code, failure.message)
-        except Exception as exc:  # never leave a run stuck in `running` on a bug
-            log.exception("run_engine_error", run_id=str(run_id))
-            await self._fail(run_id, "internal_error", f"unexpected engine error ({type(exc).__name__})")
+            try:
+                while await self._step(run_id, fence, deadline):
+                    pass
+            except RunFailure as failure:
+                await self._fail(fence, failure.code, failure.message)
+            except StaleExecutor:
+                raise
+            except Exception as exc:  # never leave a run stuck in `running` on a bug
+                log.exception("run_engine_error", run_id=str(run_id))
+                await self._fail(fence, "internal_error", f"unexpected engine error ({type(exc).__name__})")
+        except StaleExecutor as stale:
+            # Another executor holds the run now (this one was paused or cut off past its
+            # lease) or it left `running`: whatever this one was doing is not written.
+            log.warning("run_executor_stale", run_id=str(run_id), fence=fence.token, why=stale.why)
 
     # -- one step -------------------------------------------------------------------------
 
-    async def _step(self, run_id: uuid.UUID, deadline: float) -> bool:
+    async def _step(self, run_id: uuid.UUID, fence: Fence, deadline: float) -> bool:
         """Do one unit of work; False when the run no longer needs this executor."""
         async with self.db.session() as session:
             run = await session.get(Run, run_id)
             if run is None or run.state != RUNNING:
                 return False
+            if run.fence != fence.token:
+                raise fence.stale()
             agent = await session.get(Agent, run.agent_id)
             calls = list(await session.scalars(
                 select(ToolCall).where(ToolCall.run_id == run.id).order_by(ToolCall.seq)))
@@ -83,20 +129,23 @@ class RunEngine:
                              f"The run took longer than {self.settings.run_max_seconds:g} s.")
         pending = [tc for tc in calls if tc.status == "pending" and tc.kind != "ask"]
         if pending:
-            await self._run_tool(run, agent, pending[0])
+            await self._run_tool(run, agent, pending[0], fence)
             return True
+        if any(tc.status == AWAITING_APPROVAL for tc in calls):
+            await self._pause(fence, "await_approval")  # interaction: approve, before the call
+            return False
         if any(tc.status == "awaiting_outcome" for tc in calls):
-            await self._pause(run_id, "await_outcome")
+            await self._pause(fence, "await_outcome")
             return False
         asked = [tc for tc in calls if tc.kind == "ask" and tc.status == "pending"]
         if asked:
-            await self._ask(run_id, asked[0])
+            await self._ask(fence, asked[0])
             return False
         if run.turn_count >= self.settings.run_max_turns:
             raise RunFailure("max_turns_exceeded", f"The run used its {self.settings.run_max_turns} model turns.")
-        return await self._model_turn(run, agent, deadline)
+        return await self._model_turn(run, agent, fence, deadline)
 
-    async def _model_turn(self, run: Run, agent: Agent, deadline: float) -> bool:
+    async def _model_turn(self, run: Run, agent: Agent, fence: Fence, deadline: float) -> bool:
         """One model turn in one transaction; False when it closed the run (nothing left to do)."""
         try:
             model_class = self.registry.get(agent.model_class)
@@ -105,8 +154,12 @@ class RunEngine:
                              f"Model class {agent.model_class!r} is not configured on this server.") from None
         provider = self.registry.provider_for(model_class)
         async with self.db.session() as session:
-            conversation = await build_conversation(session, run, agent)
+            history: dict[str, Any] = {}  # the history cut, kept in the turn's request for the trace
+            conversation = await build_conversation(session, run, agent, history_tokens=model_class.history_tokens,
+                                                    provider=model_class.provider, report=history)
             balance = await billing.balance_micro(session, run.workspace_id)
+            stream = DeltaStream(run.id, run.thread_id, sink=self.events() if await self._realtime_enabled(
+                session, run.workspace_id) else None, store=self.run_events)
         specs = tool_specs(agent)
         # A turn costs at most its input (estimated from characters) plus max_tokens of output.
         est_in = sum(len(m.content or "") for m in conversation) // 3 + 50
@@ -114,24 +167,32 @@ class RunEngine:
         if balance <= 0 or balance < worst:
             raise RunFailure("insufficient_credits", "The workspace balance cannot pay for the next model turn.")
         started = time.perf_counter()
+        call = asyncio.ensure_future(provider.complete(model_class, conversation, specs, stream))
+        self._model_calls[run.id] = call
         try:
             remaining = max(0.001, deadline - time.monotonic())
-            response: ModelResponse = await asyncio.wait_for(
-                provider.complete(model_class, conversation, specs), timeout=remaining)
+            response: ModelResponse = await asyncio.wait_for(call, timeout=remaining)
+        except asyncio.CancelledError:
+            if run.id in self._abandoned:  # cancelled while the model was thinking: drop it
+                self._abandoned.discard(run.id)
+                return False
+            raise
         except TimeoutError:
             raise RunFailure("max_duration_exceeded",
                              f"The run took longer than {self.settings.run_max_seconds:g} s.") from None
         except ModelProviderError as exc:
             raise RunFailure("model_error", str(exc)) from None
+        finally:
+            self._model_calls.pop(run.id, None)
+            await self.run_events.drain(run.id)  # the reply's deltas are stored before its message
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
         effects = Effects()
         async with self.db.transaction() as session:
+            await fence.hold(session)
             run = await session.get(Run, run.id)
-            if run.state != RUNNING:
-                return False
             turn = Turn(id=uuid.uuid4(), run_id=run.id, seq=run.turn_count + 1, model_class=model_class.name,
                         input_tokens=response.input_tokens, output_tokens=response.output_tokens,
-                        cost_micro=cost, request=response.request,
+                        cost_micro=cost, request={**response.request, "history": history},
                         response={**response.response, "text": response.text},
                         latency_ms=round((time.perf_counter() - started) * 1000, 3))
             session.add(turn)
@@ -151,7 +212,8 @@ class RunEngine:
                 for i, call in enumerate(response.tool_calls, start=1):
                     session.add(self._new_tool_call(run, agent, turn, seq + i, call))
             else:
-                await self._finish(session, run, response.text or "", effects)
+                await self._finish(session, run, fence, response.text or "", effects, stream.message_id)
+            await stage(session, effects)
             realtime = await self._realtime_enabled(session, run.workspace_id) if effects.events else False
         await self._publish(effects, run.workspace_id, realtime)
         return bool(response.tool_calls)
@@ -167,20 +229,24 @@ class RunEngine:
             tc.kind = "hosted"
             tc.interaction, tc.risk = definition["interaction"], definition["risk"]
             tc.reliability = definition["reliability"]
+            tc.status, tc.approval = initial_status(definition, tc.args)
         else:
             tc.kind = definition["kind"]
             tc.interaction, tc.risk, tc.reliability = "auto", "low", "idempotent"
         return tc
 
-    async def _finish(self, session, run: Run, text: str, effects: Effects) -> None:
-        message = Message(id=uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
+    async def _finish(self, session, run: Run, fence: Fence, text: str, effects: Effects,
+                      message_id: uuid.UUID | None = None) -> None:
+        # `message_id` is the one the reply's `message.delta` events announced.
+        message = Message(id=message_id or uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
                           seq=await next_message_seq(session, run.thread_id), role="assistant", content=text)
         session.add(message)
         await session.flush()
-        await transition(session, run, "finish")
+        await transition(session, run, "finish", fence=fence.token)
         self.metrics.runs.labels("closed").inc()
         effects.message_created(run.thread_id, message_dict(message))
         effects.run_updated(run.thread_id, await render_run(session, run))
+        await advance_queue(session, run.thread_id, effects)
 
     async def _realtime_enabled(self, session, workspace_id: str) -> bool:
         if self.events() is None:
@@ -189,6 +255,11 @@ class RunEngine:
 
     async def _publish(self, effects: Effects, workspace_id: str, realtime_enabled: bool | None = None) -> None:
         """Send the events of a committed step (looking the workspace's realtime flag up if not given)."""
+        self.run_events.committed(effects)  # wake SSE streams and the webhook dispatcher
+        if self.submitter is not None:  # the next queued run of the thread, if this step freed it
+            for started in effects.submit:
+                self.submitter.submit(started)
+            effects.submit.clear()
         sink = self.events()
         if sink is None or not effects.events:
             return
@@ -199,32 +270,41 @@ class RunEngine:
 
     # -- tool calls -----------------------------------------------------------------------
 
-    async def _run_tool(self, run: Run, agent: Agent, call: ToolCall) -> None:
+    async def _run_tool(self, run: Run, agent: Agent, call: ToolCall, fence: Fence) -> None:
         definition = tool_definition(agent, call.name) or {}
         if call.kind == "hosted" and call.attempts and call.reliability == "at_most_once":
             # A previous process started this call and died: its fate is unknown.
-            await self._record_tool(call.id, "awaiting_outcome", {"error": {
+            await self._record_tool(fence, call.id, "awaiting_outcome", {"error": {
                 "code": "unknown_fate", "message": "The server stopped during this call; confirm its outcome."}})
             return
+        # The tool runner writes its own fenced marks (an in-flight attempt, a charge) and
+        # checks the fence before each attempt, so a stale executor calls no tool host.
         if call.kind == "hosted":
-            execution = await self.tools.run_hosted(run, call, definition)
+            try:
+                execution = await self.tools.run_hosted(run, call, definition, fence)
+            except StaleExecutor:
+                await self._record_stopped_retries(fence, call.id)
+                raise
         else:
-            execution = await self.tools.run_builtin(run, call)
-        await self._record_tool(call.id, execution.status, execution.result, execution)
+            execution = await self.tools.run_builtin(run, call, fence)
+        await self._record_tool(fence, call.id, execution.status, execution.result, execution)
 
-    async def _record_tool(self, call_id: uuid.UUID, status: str, result: dict[str, Any] | None,
+    async def _record_tool(self, fence: Fence, call_id: uuid.UUID, status: str, result: dict[str, Any] | None,
                            execution=None) -> None:
         async with self.db.transaction() as session:
+            # A call that was in flight when its run was cancelled is still recorded (its side
+            # effect may have happened); any other loss of the run stops here (StaleExecutor).
+            await hold_or_cancelled(session, fence)
             call = await session.get(ToolCall, call_id)
             run = await session.get(Run, call.run_id)
-            call.status, call.result = status, result
+            fields: dict[str, Any] = {"result": result}
             if execution is not None:
-                call.patch_ref = execution.patch_ref
+                fields["patch_ref"] = execution.patch_ref
                 if execution.attempts:  # earlier attempts (a crashed process's) stay in the trace
                     earlier = list(call.attempts or [])
                     if earlier and earlier[-1].get("in_flight"):
                         earlier.pop()  # this call's own marker, replaced by its real attempts
-                    call.attempts = [*earlier, *execution.attempts]
+                    fields["attempts"] = [*earlier, *execution.attempts]
                 if execution.connection_id and run.connection_id is None:
                     run.connection_id = execution.connection_id
                 if execution.cost_micro and not execution.charged:
@@ -234,43 +314,58 @@ class RunEngine:
                     except billing.InsufficientCredits:
                         raise RunFailure("insufficient_credits",
                                          "The workspace could not pay for a tool call.") from None
-                call.cost_micro = execution.cost_micro
+                fields["cost_micro"] = execution.cost_micro
                 run.cost_micro += execution.cost_micro
-            call.updated_at = utcnow()
+            # Conditional on the call still being pending: a resolved call never moves back.
+            await transition_call(session, call.id, CALL_PENDING, CALL_EVENT_FOR_STATUS[status], **fields)
 
-    async def _ask(self, run_id: uuid.UUID, call: ToolCall) -> None:
+    async def _record_stopped_retries(self, fence: Fence, call_id: uuid.UUID) -> None:
+        """A cancel between two attempts of an idempotent call stops its retries: record that."""
+        try:
+            await self._record_tool(fence, call_id, "failed", {"error": {
+                "code": "cancelled", "message": "The run was cancelled between attempts; the call was not retried."}})
+        except (StaleExecutor, HeddleError):
+            pass  # not cancelled (another executor holds the run), or the call was already settled
+
+    async def _ask(self, fence: Fence, call: ToolCall) -> None:
         question = str((call.args or {}).get("question") or "").strip() or "Could you tell me more?"
         effects = Effects()
         async with self.db.transaction() as session:
-            run = await session.get(Run, run_id)
+            await fence.hold(session)
+            run = await session.get(Run, fence.run_id)
             message = Message(id=uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
                               seq=await next_message_seq(session, run.thread_id), role="assistant", content=question)
             session.add(message)
             await session.flush()
-            await transition(session, run, "ask_user", pending_question=question)
+            await transition(session, run, "ask_user", fence=fence.token, pending_question=question)
             effects.message_created(run.thread_id, message_dict(message))
             effects.run_updated(run.thread_id, await render_run(session, run))
+            await stage(session, effects)
         self.metrics.runs.labels("awaiting_input").inc()
         await self._publish(effects, run.workspace_id)
 
-    async def _pause(self, run_id: uuid.UUID, event: str) -> None:
+    async def _pause(self, fence: Fence, event: str) -> None:
         effects = Effects()
         async with self.db.transaction() as session:
-            run = await session.get(Run, run_id)
-            await transition(session, run, event)
+            run = await session.get(Run, fence.run_id)
+            await transition(session, run, event, fence=fence.token)
             effects.run_updated(run.thread_id, await render_run(session, run))
-        self.metrics.runs.labels("awaiting_outcome").inc()
+            await stage(session, effects)
+        self.metrics.runs.labels("awaiting_input" if event == "await_approval" else "awaiting_outcome").inc()
         await self._publish(effects, run.workspace_id)
 
-    async def _fail(self, run_id: uuid.UUID, code: str, message: str) -> None:
+    async def _fail(self, fence: Fence, code: str, message: str) -> None:
+        run_id = fence.run_id
         effects = Effects()
         try:
             async with self.db.transaction() as session:
+                await fence.hold(session)  # raises StaleExecutor when the run is no longer ours
                 run = await session.get(Run, run_id)
-                if run is None or run.state != RUNNING:
-                    return
-                await transition(session, run, "fail", error_code=code, error_message=message[:2000])
+                await transition(session, run, "fail", fence=fence.token, error_code=code,
+                                 error_message=message[:2000])
                 effects.run_updated(run.thread_id, await render_run(session, run))
+                await advance_queue(session, run.thread_id, effects)
+                await stage(session, effects)
         except HeddleError:
             return
         self.metrics.runs.labels("failed").inc()

@@ -2,22 +2,21 @@
 
 The interface is `submit(run_id)`, `start()` and `stop()`; all run state is in the database,
 so a queue-backed executor with separate worker processes can replace this one. A run is
-claimed with a lease (owner + expiry, renewed while it executes); on start, runs left
-`running` by a dead process are claimed again and resumed by the engine.
+held with a lease and a fencing token (heddle/loom/lease.py, shared with every executor); on
+start, runs left `running` by a dead process are claimed again and resumed by the engine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import os
-import socket
 import uuid
 
 from sqlalchemy import or_, select, update
 
 from heddle.db.base import Database, utcnow
 from heddle.loom.engine import RunEngine
+from heddle.loom.lease import claim_and_execute, executor_name
 from heddle.loom.models import Run
 from heddle.loom.states import RUNNING
 from heddle.observability.logging import get_logger
@@ -26,16 +25,14 @@ from heddle.observability.metrics import Metrics
 log = get_logger(__name__)
 
 
+async def _clear_leases(session, *where) -> None:
+    """Drop the lease of the matching runs (their fences stay: a later claim still grows them).
 
-async def _set_lease(session, *where, **values) -> int:
-    """Update lease columns of the matching runs; returns how many rows changed.
-
-    Lease bookkeeping is not a change a caller can see, so `updated_at` is kept as it is
-    (its onupdate would otherwise fire).
+    Lease bookkeeping is not a change a caller can see, so `updated_at` is kept as it is.
     """
-    statement = (update(Run).where(*where).values(**values, updated_at=Run.updated_at)
-                 .execution_options(synchronize_session=False))
-    return (await session.execute(statement)).rowcount
+    await session.execute(update(Run).where(*where)
+                          .values(lease_owner=None, lease_expires_at=None, updated_at=Run.updated_at)
+                          .execution_options(synchronize_session=False))
 
 
 class InProcessExecutor:
@@ -44,7 +41,7 @@ class InProcessExecutor:
         self.db = db
         self.engine = engine
         self.metrics = metrics
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = executor_name()
         self.lease = dt.timedelta(seconds=lease_seconds)
         self.sweep_interval = sweep_interval
         # Embedded SQLite has one server process per database file: every `running` run found
@@ -75,6 +72,7 @@ class InProcessExecutor:
             return
         if run_id in self._tasks:
             self._again.add(run_id)  # resumed while still finishing: run once more afterwards
+            self.engine.nudge(run_id)  # or cancelled: a model call in flight is abandoned
             return
         self._tasks[run_id] = asyncio.create_task(self._execute(run_id), name=f"run-{run_id}")
 
@@ -87,46 +85,21 @@ class InProcessExecutor:
         try:
             async with self._slots:
                 while True:
-                    if await self._claim(run_id):
-                        self.metrics.runs_active.inc()
-                        renew = asyncio.create_task(self._renew(run_id))
-                        try:
-                            await self.engine.execute(run_id)
-                        finally:
-                            renew.cancel()
-                            self.metrics.runs_active.dec()
-                            await self._release(run_id)
+                    self.metrics.runs_active.inc()
+                    try:
+                        await claim_and_execute(self.db, self.engine, run_id, self.owner, self.lease)
+                    finally:
+                        self.metrics.runs_active.dec()
                     if run_id not in self._again:
                         break
                     self._again.discard(run_id)
         finally:
             self._tasks.pop(run_id, None)
 
-    async def _claim(self, run_id: uuid.UUID) -> bool:
-        now = utcnow()
-        async with self.db.transaction() as session:
-            claimed = await _set_lease(
-                session, Run.id == run_id, Run.state == RUNNING,
-                or_(Run.lease_owner.is_(None), Run.lease_owner == self.owner, Run.lease_expires_at < now),
-                lease_owner=self.owner, lease_expires_at=now + self.lease)
-            return claimed == 1
-
-    async def _renew(self, run_id: uuid.UUID) -> None:
-        while True:
-            await asyncio.sleep(self.lease.total_seconds() / 3)
-            async with self.db.transaction() as session:
-                await _set_lease(session, Run.id == run_id, Run.lease_owner == self.owner,
-                                 lease_expires_at=utcnow() + self.lease)
-
-    async def _release(self, run_id: uuid.UUID) -> None:
-        async with self.db.transaction() as session:
-            await _set_lease(session, Run.id == run_id, Run.lease_owner == self.owner,
-                             lease_owner=None, lease_expires_at=None)
-
     async def _release_all(self) -> None:
         try:
             async with self.db.transaction() as session:
-                await _set_lease(session, Run.lease_owner == self.owner, lease_owner=None, lease_expires_at=None)
+                await _clear_leases(session, Run.lease_owner == self.owner)
         except Exception:
             log.exception("lease_release_failed")
 
@@ -140,7 +113,7 @@ class InProcessExecutor:
             run_ids = list(await session.scalars(query.order_by(Run.created_at)))
         if all_running and run_ids:
             async with self.db.transaction() as session:
-                await _set_lease(session, Run.id.in_(run_ids), lease_owner=None, lease_expires_at=None)
+                await _clear_leases(session, Run.id.in_(run_ids))
         for run_id in run_ids:
             if run_id not in self._tasks:
                 log.info("run_recovered", run_id=str(run_id))

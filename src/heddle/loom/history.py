@@ -1,6 +1,8 @@
 """Rebuild the model conversation of a run from the database (so any process can resume it).
 
-Earlier runs of the thread contribute their user/assistant messages; the current run
+Earlier runs of the thread contribute their user/assistant messages, newest first until the
+model class's `history_tokens` budget is spent (the cut is reported in the turn's request as
+`history`, so the trace shows what the model did not see); the current run
 contributes its opening message, then each turn as an assistant message with tool calls
 followed by one tool message per call that has a result. A question asked through `ask_user`
 and its answer appear as that tool call and its result, not as separate messages.
@@ -11,20 +13,60 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
-from heddle.loom.providers.base import ChatMessage, ModelToolCall
+from heddle.loom.providers.base import DEFAULT_HISTORY_TOKENS, ChatMessage, ModelToolCall
+from heddle.loom.providers.tokens import count_words
 
-HISTORY_MESSAGES = 40  # earlier thread messages given to the model
+HISTORY_PAGE = 100  # earlier messages read per query while filling the budget
+HISTORY_MAX_MESSAGES = 2000  # never more than this many earlier messages, whatever the budget
+
+
+def estimate_tokens(text: str | None, provider: str) -> int:
+    """Tokens of one message, as the budget counts them: the scripted model's own words, or
+    about four characters a token (plus a few for the message's framing) for real models."""
+    if provider == "scripted":
+        return count_words(text)
+    return (len(text or "") + 3) // 4 + 4
+
+
+async def _earlier_messages(session: AsyncSession, run: Run, budget: int, provider: str,
+                            report: dict[str, Any]) -> list[Message]:
+    """The thread's messages before this run, newest first, while they fit in `budget` tokens."""
+    kept: list[Message] = []
+    used, cut, last_seq = 0, False, None
+    while not cut and len(kept) < HISTORY_MAX_MESSAGES:
+        query = select(Message).where(Message.thread_id == run.thread_id, Message.run_id != run.id)
+        if last_seq is not None:
+            query = query.where(Message.seq < last_seq)
+        page = list(await session.scalars(query.order_by(Message.seq.desc()).limit(HISTORY_PAGE)))
+        for message in page:
+            cost = estimate_tokens(message.content, provider)
+            if used + cost > budget or len(kept) >= HISTORY_MAX_MESSAGES:
+                cut = True
+                report["first_dropped_message_id"] = str(message.id)
+                break
+            kept.append(message)
+            used += cost
+        if len(page) < HISTORY_PAGE:
+            break
+        last_seq = page[-1].seq
+    dropped = 0
+    if cut:
+        dropped = await session.scalar(select(func.count()).select_from(Message).where(
+            Message.thread_id == run.thread_id, Message.run_id != run.id)) - len(kept)
+    report.update({"budget_tokens": budget, "kept_messages": len(kept), "kept_tokens": used,
+                   "dropped_messages": dropped})
+    return kept
 
 
 def tool_result_content(tc: ToolCall) -> str | None:
     """What the model sees for a tool call, or None while it has no result yet."""
     if tc.kind == "ask":
         return json.dumps(tc.result) if tc.status == "succeeded" and tc.result else None
-    if tc.status in ("pending", "awaiting_outcome"):
+    if tc.status in ("pending", "awaiting_outcome", "awaiting_approval"):
         return None
     body: dict[str, Any] = {"status": tc.status}
     if tc.result is not None:
@@ -36,13 +78,14 @@ def tool_result_content(tc: ToolCall) -> str | None:
     return json.dumps(body, default=str)
 
 
-async def build_conversation(session: AsyncSession, run: Run, agent: Agent) -> list[ChatMessage]:
+async def build_conversation(session: AsyncSession, run: Run, agent: Agent, *,
+                             history_tokens: int = DEFAULT_HISTORY_TOKENS, provider: str = "scripted",
+                             report: dict[str, Any] | None = None) -> list[ChatMessage]:
+    """The conversation for the run's next model turn; `report` receives the history cut."""
     messages: list[ChatMessage] = []
     if agent.instructions:
         messages.append(ChatMessage(role="system", content=agent.instructions))
-    earlier = list(await session.scalars(
-        select(Message).where(Message.thread_id == run.thread_id, Message.run_id != run.id)
-        .order_by(Message.seq.desc()).limit(HISTORY_MESSAGES)))
+    earlier = await _earlier_messages(session, run, history_tokens, provider, {} if report is None else report)
     messages += [ChatMessage(role=m.role, content=m.content) for m in reversed(earlier)]
     opening = await session.scalar(
         select(Message).where(Message.run_id == run.id, Message.role == "user").order_by(Message.seq).limit(1))
@@ -50,6 +93,10 @@ async def build_conversation(session: AsyncSession, run: Run, agent: Agent) -> l
         messages.append(ChatMessage(role="user", content=opening.content))
     turns = list(await session.scalars(select(Turn).where(Turn.run_id == run.id).order_by(Turn.seq)))
     calls = list(await session.scalars(select(ToolCall).where(ToolCall.run_id == run.id).order_by(ToolCall.seq)))
+    inputs: dict[str, str] = {}
+    if any(tc.status == "declined" and (tc.result or {}).get("message_id") for tc in calls):
+        inputs = {str(m.id): m.content for m in await session.scalars(
+            select(Message).where(Message.run_id == run.id, Message.role == "user"))}
     for turn in turns:
         turn_calls = [tc for tc in calls if tc.turn_id == turn.id]
         if not turn_calls:
@@ -63,4 +110,8 @@ async def build_conversation(session: AsyncSession, run: Run, agent: Agent) -> l
             if content is not None:
                 messages.append(ChatMessage(role="tool", content=content, tool_call_id=tc.model_call_id,
                                             name=tc.name))
+        # A message posted instead of an approval declined these calls and is the next input.
+        for message_id in dict.fromkeys(str((tc.result or {}).get("message_id") or "") for tc in turn_calls):
+            if message_id and message_id in inputs:
+                messages.append(ChatMessage(role="user", content=inputs[message_id]))
     return messages

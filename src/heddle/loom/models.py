@@ -98,6 +98,12 @@ class Run(Base):
     # Executor bookkeeping: which process is executing the run and until when it holds it.
     lease_owner: Mapped[str | None] = mapped_column(String(80), nullable=True)
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Fencing token (heddle/loom/lease.py): grows on every claim, and every write an executor
+    # makes is conditional on it, so an executor that lost the run can no longer change it.
+    fence: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # Run control shown in the trace (loom/control.py): who cancelled or interrupted it and
+    # when, when it was queued and started. None for a run nobody steered.
+    control: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     opened_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -145,6 +151,40 @@ class ToolCall(Base):
     outcome_state: Mapped[str | None] = mapped_column(String(10), nullable=True)
     outcome_detail: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     outcome_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # `interaction: approve`: whether approval was needed, and who answered, when, and why.
+    approval: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     fed_back: Mapped[bool] = mapped_column(Boolean, default=False)  # result given to the model
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class QueuedMessage(Base):
+    """A message posted with `if_busy: enqueue` while its thread was busy.
+
+    Its run exists already (state `queued`); the message joins the thread's messages, with
+    the next `seq`, only when that run leaves the queue, so the conversation order stays the
+    order in which runs actually ran. The autoincrement `id` is the queue order.
+    """
+
+    __tablename__ = "queued_messages"
+    __table_args__ = (Index("ix_queued_messages_thread_id_id", "thread_id", "id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+                                    autoincrement=True)
+    thread_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("threads.id"))
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id"), unique=True)
+    message_id: Mapped[uuid.UUID] = mapped_column(Uuid)  # the id the 202 returned
+    content: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class RunEvent(Base):
+    """One event of a run as `GET /v1/loom/runs/{id}/events` sends it; `seq` is its SSE id."""
+
+    __tablename__ = "run_events"
+
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    event: Mapped[str] = mapped_column(String(40))  # run.updated | message.created | message.delta
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

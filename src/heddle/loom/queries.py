@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
-from heddle.loom.models import Agent, Message, Run, Thread, ToolCall, Turn
+from heddle.loom.models import Agent, Message, QueuedMessage, Run, Thread, ToolCall, Turn
 from heddle.workspaces.models import Connection
 
 
@@ -36,12 +36,15 @@ async def visible_thread(session: AsyncSession, auth: AuthContext, thread_id: st
     return thread
 
 
-_LATEST_RUN_ID = (select(Run.id).where(Run.thread_id == Thread.id).order_by(Run.created_at.desc(), Run.id)
-                  .limit(1).correlate(Thread).scalar_subquery())
+# Queued runs (if_busy: enqueue) are not the thread's current run: they wait behind it.
+_LATEST_RUN_ID = (select(Run.id).where(Run.thread_id == Thread.id, Run.state != "queued")
+                  .order_by(Run.created_at.desc(), Run.id).limit(1).correlate(Thread).scalar_subquery())
+_QUEUE_HEAD = (select(QueuedMessage.run_id).where(QueuedMessage.thread_id == Thread.id)
+               .order_by(QueuedMessage.id).limit(1).correlate(Thread).scalar_subquery())
 _LAST_SEQ = select(func.max(Message.seq)).where(Message.thread_id == Thread.id).correlate(Thread).scalar_subquery()
 # Built once: a message is the hottest write, and this one statement replaces four reads.
 _THREAD_FOR_MESSAGE = (
-    select(Thread, Agent, Run, _LAST_SEQ)
+    select(Thread, Agent, Run, _LAST_SEQ, _QUEUE_HEAD)
     .join(Agent, Agent.id == Thread.agent_id)
     .outerjoin(Run, Run.id == _LATEST_RUN_ID)
     .where(Thread.id == bindparam("thread_id", type_=Thread.id.type))
@@ -49,14 +52,15 @@ _THREAD_FOR_MESSAGE = (
 
 
 async def thread_for_message(session: AsyncSession, auth: AuthContext,
-                             thread_id: str) -> tuple[Thread, Agent, Run | None, int]:
-    """The visible thread with its agent, its latest run (or None) and the next message seq."""
+                             thread_id: str) -> tuple[Thread, Agent, Run | None, int, uuid.UUID | None]:
+    """The visible thread with its agent, its latest run (or None), the next message seq and
+    the first queued run's id (or None)."""
     tid = parse_id(thread_id, "thread")
     row = (await session.execute(_THREAD_FOR_MESSAGE, {"thread_id": tid})).first()
     if row is None or row[0].workspace_id != auth.workspace_id or row[0].subject != auth.subject:
         raise not_found("thread")
-    thread, agent, run, last_seq = row
-    return thread, agent, run, (last_seq or 0) + 1
+    thread, agent, run, last_seq, queue_head = row
+    return thread, agent, run, (last_seq or 0) + 1, queue_head
 
 
 _RUN = select(Run).where(Run.id == bindparam("run_id", type_=Run.id.type))

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fastapi import APIRouter, BackgroundTasks, Query, Request, Response
+from fastapi import APIRouter, BackgroundTasks, Query, Request
 
 from heddle.api.deps import loom_session, services
-from heddle.api.envelope import Page
+from heddle.api.envelope import Page, ok
 from heddle.api.operations import LOOM, UUIDPath, operation
-from heddle.auth.context import AuthContext, validate_subject
+from heddle.auth.context import AuthContext
+from heddle.auth.subjects import canonical_subject
+from heddle.idempotency.http import commit_response, idempotent
 from heddle.loom import service
 from heddle.loom.effects import Effects
+from heddle.loom.run_events import stage
 from heddle.loom.schemas import (
     CreateThread,
     Message,
@@ -27,12 +30,15 @@ router = APIRouter(prefix="/v1/loom", tags=["loom"])
 
 # Relay calls name their subject; on run, trace and outcome calls it narrows to that subject's runs.
 SUBJECT = ("Service-Subject",)
+AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "subject_header_with_token",
+               "invalid_subject", "rate_limited")
 
 
 def _apply_after_response(request: Request, auth: AuthContext, effects: Effects, background: BackgroundTasks):
     """Events and run starts go out after the response is sent, so the 202 never waits for
     the engine's first steps (they share this event loop). The commit has happened already."""
     svc = services(request)
+    svc.run_events.committed(effects)  # wake SSE streams and the webhook dispatcher
     background.add_task(effects.apply, svc.events, svc.executor, auth.workspace.realtime_enabled)
 
 
@@ -40,15 +46,14 @@ def _apply_after_response(request: Request, auth: AuthContext, effects: Effects,
              **operation(Thread, auth=LOOM, status_code=201, headers=(*SUBJECT, "Idempotency-Key"), body=True,
                          also={200: "The subject's existing thread for that agent"},
                          errors=("subject_required", "agent_not_found")))
-async def create_thread(body: CreateThread, request: Request, response: Response):
+@idempotent
+async def create_thread(body: CreateThread, request: Request):
     async with loom_session(request, write=True) as (auth, session):
         # The Service-Subject header (relay) or the token's `sub` (direct) wins over subject_ref.
         if body.subject_ref and auth.mode == "relay" and auth.subject is None:
-            auth = replace(auth, subject=validate_subject(body.subject_ref))
+            auth = replace(auth, subject=canonical_subject(body.subject_ref, source="subject_ref"))
         data, created = await service.open_thread(session, auth, body.agent)
-        await session.commit()
-    response.status_code = 201 if created else 200
-    return {"status": "success", "data": data}
+        return await commit_response(session, request, ok(data, status_code=201 if created else 200))
 
 
 @router.get("/threads", summary="The subject's threads, newest first",
@@ -66,13 +71,15 @@ async def list_threads(agent: str | None = Query(None, max_length=80), limit: in
                          headers=(*SUBJECT, "Service-Connection", "Idempotency-Key"),
                          errors=("subject_required", "not_found", "run_active", "connection_required",
                                  "connection_not_found")))
+@idempotent
 async def post_message(thread_id: UUIDPath, body: PostMessage, request: Request, background: BackgroundTasks):
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
-        data = await service.post_message(session, auth, thread_id, body.content, effects)
-        await session.commit()
+        data = await service.post_message(session, auth, thread_id, body.content, effects, body.if_busy)
+        await stage(session, effects)
+        response = await commit_response(session, request, ok(data, status_code=202))
     _apply_after_response(request, auth, effects, background)
-    return {"status": "success", "data": data}
+    return response
 
 
 @router.get("/threads/{thread_id}/messages", summary="A thread's messages, oldest first",
@@ -100,10 +107,12 @@ async def get_trace(run_id: UUIDPath, request: Request):
 @router.post("/runs/{run_id}/outcome", summary="Confirm the outcome of a tool call the run awaits",
              **operation(Run, auth=LOOM, headers=(*SUBJECT, "Idempotency-Key"), body=True,
                          errors=("not_found", "run_not_awaiting_outcome")))
+@idempotent
 async def post_outcome(run_id: UUIDPath, body: PostOutcome, request: Request, background: BackgroundTasks):
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)
-        await session.commit()
+        await stage(session, effects)
+        response = await commit_response(session, request, ok(data))
     _apply_after_response(request, auth, effects, background)
-    return {"status": "success", "data": data}
+    return response

@@ -28,13 +28,16 @@ def tool_call_dict(tc: ToolCall) -> dict[str, Any]:
         "id": str(tc.id), "name": tc.name, "patch_ref": tc.patch_ref, "interaction": tc.interaction,
         "status": tc.status, "args": tc.args or {}, "result": tc.result, "risk": tc.risk,
         "reliability": tc.reliability, "cost_credits": to_credits(tc.cost_micro), "outcome": outcome,
+        "approval": tc.approval,  # interaction: approve — required?, who answered, when, why
     }
 
 
 def run_dict(run: Run, *, latest: Message | None, connection: dict[str, str] | None,
-             awaiting: list[ToolCall] | None = None) -> dict[str, Any]:
+             awaiting: list[ToolCall] | None = None, approvals: list[ToolCall] | None = None) -> dict[str, Any]:
     pending = None
-    if run.state == AWAITING_INPUT:
+    if run.state == AWAITING_INPUT and approvals:
+        pending = {"type": "approval", "tool_calls": [tool_call_dict(tc) for tc in approvals]}
+    elif run.state == AWAITING_INPUT:
         pending = {"type": "input", "question": run.pending_question}
     elif run.state == AWAITING_OUTCOME:
         pending = {"type": "outcome", "tool_calls": [tool_call_dict(tc) for tc in awaiting or []]}

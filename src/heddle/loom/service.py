@@ -13,12 +13,23 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from heddle.auth.context import AuthContext
 from heddle.db.base import utcnow
 from heddle.errors import HeddleError
+from heddle.loom import approvals as approvals_module
+from heddle.loom import control
 from heddle.loom import queries as q
 from heddle.loom.agents import get_agent, has_unpinned_hosted_tools
 from heddle.loom.effects import Effects
 from heddle.loom.models import Message, Run, Thread, ToolCall
 from heddle.loom.serializers import message_dict, run_dict, thread_dict, turn_dict
-from heddle.loom.states import AWAITING_INPUT, AWAITING_OUTCOME, RUNNING, transition
+from heddle.loom.states import (
+    AWAITING_INPUT,
+    AWAITING_OUTCOME,
+    CALL_AWAITING_OUTCOME,
+    CALL_PENDING,
+    FAILED,
+    RUNNING,
+    transition,
+    transition_call,
+)
 from heddle.observability.models import RequestLogEntry
 from heddle.timeutil import iso
 from heddle.workspaces.service import resolve_connection
@@ -30,8 +41,12 @@ _INSERT_MESSAGE = insert(Message.__table__)
 
 async def render_run(session: AsyncSession, run: Run) -> dict[str, Any]:
     awaiting = await q.awaiting_tool_calls(session, run.id) if run.state == AWAITING_OUTCOME else None
+    # Waiting for input without a question: an `interaction: approve` call asks first.
+    approvals = (await approvals_module.awaiting_approval(session, run.id)
+                 if run.state == AWAITING_INPUT and run.pending_question is None else None)
     return run_dict(run, latest=await q.latest_assistant_message(session, run.id),
-                    connection=await q.connection_ref(session, run.connection_id), awaiting=awaiting)
+                    connection=await q.connection_ref(session, run.connection_id), awaiting=awaiting,
+                    approvals=approvals)
 
 
 async def open_thread(session: AsyncSession, auth: AuthContext, agent_id: str) -> tuple[dict, bool]:
@@ -106,16 +121,27 @@ async def _resolve_run_connection(session: AsyncSession, auth: AuthContext, agen
 
 
 async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str, content: str,
-                       effects: Effects) -> dict[str, Any]:
+                       effects: Effects, if_busy: str = "reject") -> dict[str, Any]:
     auth.require_subject()
     if session.bind.dialect.name != "sqlite":  # SQLite's BEGIN IMMEDIATE already serialises this
         # Lock the thread row first so two concurrent messages cannot both start a run.
         tid = q.parse_id(thread_id, "thread")
         await session.execute(select(Thread.id).where(Thread.id == tid).with_for_update())
-    thread, agent, latest, seq = await q.thread_for_message(session, auth, thread_id)
-    if latest is not None and latest.state in (RUNNING, AWAITING_OUTCOME):
-        raise HeddleError("run_active", f"Run {latest.id} is {latest.state}; wait for it (or post its "
-                          "outcome) before sending another message.", details={"run_id": str(latest.id)})
+    thread, agent, latest, seq, queue_head = await q.thread_for_message(session, auth, thread_id)
+    active = latest if latest is not None and latest.state in (RUNNING, AWAITING_OUTCOME) else None
+    if active is not None or (queue_head is not None and (latest is None or latest.state != AWAITING_INPUT)):
+        # Busy: a run is working, or messages already wait their turn (see loom/control.py).
+        if if_busy == "enqueue":
+            connection_id = await _resolve_run_connection(session, auth, agent)
+            return await control.enqueue(session, auth, thread, agent.id, content, connection_id, effects)
+        if if_busy != "interrupt":
+            busy_id = active.id if active is not None else queue_head
+            state = active.state if active is not None else "queued"
+            raise HeddleError("run_active", f"Run {busy_id} is {state}; wait for it (or post its outcome), "
+                              "or send if_busy: enqueue or interrupt.", details={"run_id": str(busy_id)})
+        await control.interrupt(session, auth, thread.id, active, effects)
+        seq = await q.next_message_seq(session, thread.id)  # cancelled queued messages took seqs
+        latest = None
     if latest is not None and latest.state == AWAITING_INPUT:
         run = latest
         message = Message(id=uuid.uuid4(), thread_id=thread.id, run_id=run.id, seq=seq, role="user", content=content)
@@ -123,7 +149,9 @@ async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str,
         asked = await session.scalar(select(ToolCall).where(
             ToolCall.run_id == run.id, ToolCall.kind == "ask", ToolCall.status == "pending"))
         if asked is not None:
-            asked.status, asked.result = "succeeded", {"answer": content}
+            await transition_call(session, asked.id, CALL_PENDING, "succeed", result={"answer": content})
+        else:  # approvals pending: declined, and the message is the next input (see loom/approvals.py)
+            await approvals_module.decline_for_message(session, auth, run, message)
         await transition(session, run, "answer", pending_question=None)
         if auth.mode == "direct":
             run.session_token, run.session_token_expires_at = auth.session_token, auth.session_token_expires_at
@@ -173,6 +201,8 @@ async def get_trace(session: AsyncSession, auth: AuthContext, run_id: str) -> di
                        "latency_ms": c.latency_ms, "auth_mode": c.auth_mode, "created_at": iso(c.created_at)}
                       for c in calls],
         "api_calls_total": int(total or 0),
+        # Run control (loom/control.py): queued/started, cancelled or interrupted, by whom and when.
+        "control": run.control or {},
     })
     return data
 
@@ -186,12 +216,20 @@ async def post_outcome(session: AsyncSession, auth: AuthContext, run_id: str, to
         raise q.not_found("tool call")
     if call.outcome_state is not None:  # a retry: keep the first outcome
         return await render_run(session, run)
+    if run.state == FAILED and call.status == "awaiting_outcome":
+        # Cancelled while this side effect was unconfirmed: the outcome is recorded for the
+        # trace and the ledger of the caller's own systems; the run does not resume.
+        await transition_call(session, call.id, CALL_AWAITING_OUTCOME, "resolve", outcome_state=state,
+                              outcome_detail=detail or {}, outcome_at=utcnow())
+        data = await render_run(session, run)
+        effects.run_updated(run.thread_id, data)
+        return data
     if run.state != AWAITING_OUTCOME or call.status != "awaiting_outcome":
         raise HeddleError("run_not_awaiting_outcome", f"Run {run.id} is {run.state}; tool call {call.id} "
                           f"is {call.status}.", details={"run_state": run.state, "tool_call_status": call.status})
-    call.outcome_state, call.outcome_detail, call.outcome_at = state, detail or {}, utcnow()
-    call.status = "resolved"
-    await session.flush()
+    # Conditional on the call still awaiting its outcome: a resolved call never moves again.
+    await transition_call(session, call.id, CALL_AWAITING_OUTCOME, "resolve", outcome_state=state,
+                          outcome_detail=detail or {}, outcome_at=utcnow())
     if not await q.awaiting_tool_calls(session, run.id):
         await transition(session, run, "outcome")
         effects.start(run.id)

@@ -60,6 +60,12 @@ class ToolExecution:
 
 
 class ToolRunner(Protocol):
-    async def run_builtin(self, run: Run, call: ToolCall) -> ToolExecution: ...
+    """Carries out a call for the executor holding `fence` (heddle.loom.lease.Fence).
 
-    async def run_hosted(self, run: Run, call: ToolCall, definition: dict[str, Any]) -> ToolExecution: ...
+    Any write it makes (an in-flight mark, a charge) is guarded by `fence.hold`, and it calls
+    nothing once the fence moved on (StaleExecutor propagates to the engine).
+    """
+
+    async def run_builtin(self, run: Run, call: ToolCall, fence) -> ToolExecution: ...
+
+    async def run_hosted(self, run: Run, call: ToolCall, definition: dict[str, Any], fence) -> ToolExecution: ...

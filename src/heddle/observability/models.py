@@ -16,6 +16,7 @@ class RequestLogEntry(Base):
     __table_args__ = (
         Index("ix_request_log_run_id_id", "run_id", "id"),
         Index("ix_request_log_workspace_id_id", "workspace_id", "id"),
+        Index("ix_request_log_created_at", "created_at"),  # retention pruning
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)

@@ -119,8 +119,12 @@ async def call_hosted_tool(
     bearer_token: str, payload: dict[str, Any], reliability: Reliability, idempotency_key: str,
     max_attempts: int = 3, backoff: RetryPolicy = DEFAULT_RETRY,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    before_retry: Callable[[], Awaitable[Any]] | None = None,
 ) -> HostedCallResult:
     """POST ``payload`` as JSON to ``{base_url}{path}``, signed, with the session token.
+
+    ``before_retry`` is awaited before every attempt after the first; an exception from it
+    propagates and no further attempt is made (a run's executor that lost the run stops there).
 
     Programming errors (bad reliability, unserialisable payload, unsafe header values) raise
     ``ValueError``; everything about the host's behaviour is in the result.
@@ -146,6 +150,8 @@ async def call_hosted_tool(
                "Content-Type": "application/json", "Accept": "application/json"}
     allowed = max_attempts if reliability == "idempotent" else 1
     for n in range(1, allowed + 1):
+        if n > 1 and before_retry is not None:
+            await before_retry()
         entry, started = log.start()
         try:
             reply = await post_signed(client, url, body=body, request_secret=request_secret,

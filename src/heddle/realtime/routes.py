@@ -6,9 +6,9 @@ import json
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Depends, Request
-from sqlalchemy.ext.asyncio import AsyncSession
+from fastapi.responses import JSONResponse
 
-from heddle.api.deps import db_session, loom_auth, services
+from heddle.api.deps import loom_auth, loom_session, services
 from heddle.api.operations import LOOM, operation, raw_request_body
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
@@ -25,8 +25,7 @@ async def realtime_config(request: Request, auth: AuthContext = Depends(loom_aut
     return {"status": "success", "data": services(request).realtime.public_config(auth.workspace.realtime_enabled)}
 
 
-async def _auth_body(request: Request) -> tuple[str, str]:
-    raw = await request.body()
+def _auth_body(request: Request, raw: bytes) -> tuple[str, str]:
     ctype = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
     try:
         if ctype == "application/x-www-form-urlencoded":
@@ -58,16 +57,20 @@ async def _auth_body(request: Request) -> tuple[str, str]:
                          errors=("subject_required", "forbidden", "realtime_disabled"),
                          request_body=raw_request_body(RealtimeAuthRequest, "application/x-www-form-urlencoded",
                                                        "application/json")))
-async def realtime_auth(request: Request, auth: AuthContext = Depends(loom_auth),
-                        session: AsyncSession = Depends(db_session)):
-    auth.require_subject()
-    socket_id, channel = await _auth_body(request)
-    svc = services(request)
-    if not svc.realtime.enabled(auth.workspace.realtime_enabled):
-        raise HeddleError("realtime_disabled")
-    try:
-        await visible_thread(session, auth, str(parse_thread_channel(channel)))
-    except HeddleError:
-        raise HeddleError("forbidden", "This caller's subject does not own that thread.") from None
+async def realtime_auth(request: Request):
+    # The whole body before any database session: a client that sends half a body must not
+    # hold a pooled connection while it waits (the middleware has buffered it already; this
+    # keeps the order right even without it). Authentication errors still come first.
+    raw = await request.body()
+    async with loom_session(request) as (auth, session):
+        auth.require_subject()
+        socket_id, channel = _auth_body(request, raw)
+        svc = services(request)
+        if not svc.realtime.enabled(auth.workspace.realtime_enabled):
+            raise HeddleError("realtime_disabled")
+        try:
+            await visible_thread(session, auth, str(parse_thread_channel(channel)))
+        except HeddleError:
+            raise HeddleError("forbidden", "This caller's subject does not own that thread.") from None
     signature = channel_auth(svc.realtime.key, svc.realtime.secret, socket_id, channel)
-    return {"status": "success", "data": {"auth": signature}, "auth": signature}
+    return JSONResponse({"status": "success", "data": {"auth": signature}, "auth": signature})

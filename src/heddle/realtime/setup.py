@@ -6,6 +6,7 @@ import secrets
 from typing import Any
 
 from heddle.config import Settings
+from heddle.realtime.bus import BusPublisher, BusRelay, build_bus
 from heddle.realtime.hub import RealtimeHub
 from heddle.realtime.publishers import build_publisher
 
@@ -13,22 +14,44 @@ from heddle.realtime.publishers import build_publisher
 class Realtime:
     """What the rest of Heddle needs from realtime: a publisher, credentials and public config."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, *, serve_sockets: bool = True):
         self.settings = settings
         self.mode = settings.realtime
         self.hub: RealtimeHub | None = None
         self.publisher: Any = None
+        self.relay: BusRelay | None = None  # shared bus -> this process's hub
         if self.mode == "builtin":
-            # Without configured credentials the built-in server makes its own per process.
+            # Without configured credentials the built-in server makes its own per process
+            # (several processes must share them: heddle.deployment refuses otherwise).
             self.key = settings.pusher_key or f"heddle-{secrets.token_hex(8)}"
             self.secret = settings.pusher_secret or secrets.token_urlsafe(32)
-            self.hub = RealtimeHub()
-            self.publisher = build_publisher("builtin", self.hub, settings)
+            self.hub = RealtimeHub() if serve_sockets else None
+            if settings.event_bus == "memory":
+                self.publisher = build_publisher("builtin", self.hub, settings) if self.hub else None
+            else:  # every process publishes to the bus; the ones serving sockets relay it
+                bus = build_bus(settings.event_bus, database_url=settings.database_url,
+                                redis_url=settings.redis_url, channel=settings.event_bus_channel)
+                self.publisher = BusPublisher(bus)
+                if self.hub is not None:
+                    self.relay = BusRelay(bus, self.hub)
         elif self.mode == "pusher":
             self.publisher = build_publisher("pusher", None, settings)  # ValueError names missing settings
             self.key, self.secret = settings.pusher_key, settings.pusher_secret
         else:
             self.key, self.secret = "", ""
+
+    async def start(self) -> None:
+        if self.relay is not None:
+            await self.relay.start()
+
+    async def aclose(self) -> None:
+        """Stop relaying, send what is pending, close every socket."""
+        if self.relay is not None:
+            await self.relay.aclose()
+        if self.publisher is not None:
+            await self.publisher.aclose()
+        if self.hub is not None:
+            await self.hub.aclose()
 
     def enabled(self, workspace_enabled: bool) -> bool:
         return self.mode != "off" and workspace_enabled

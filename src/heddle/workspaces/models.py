@@ -6,7 +6,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, String, Text, UniqueConstraint, Uuid
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
 from heddle.db.base import Base, UTCDateTime, utcnow
@@ -25,6 +25,11 @@ class Workspace(Base):
     request_secret: Mapped[str] = mapped_column(String(200))
     mint_url: Mapped[str | None] = mapped_column(Text, nullable=True)
     realtime_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Rate-limit rules in `limits` notation ("10/second;300/minute", or "off"); NULL = the server's.
+    rate_limit_per_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    rate_limit_per_subject: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # Threads with no activity for this many days are erased by the pruner; None keeps all.
+    retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -14,6 +14,7 @@ from heddle.auth.secrets import hash_secret, secret_hint
 from heddle.billing import service as billing
 from heddle.db.base import utcnow
 from heddle.money import to_credits, to_micro
+from heddle.ratelimit.rules import normalise_rule
 from heddle.timeutil import iso
 from heddle.workspaces.models import ApiKey, Connection, Workspace
 from heddle.workspaces.validation import normalise_origin, validate_http_url
@@ -54,6 +55,8 @@ async def update_workspace(
     jwks_json: dict[str, Any] | None = None, allowed_origins: list[str] | None = None,
     mint_url: str | None = None, rotate_request_secret: bool = False,
     realtime: bool | None = None, clear_jwks: bool = False,
+    rate_limit_per_key: str | None = None, rate_limit_per_subject: str | None = None,
+    retention_days: int | None = None,
 ) -> Workspace:
     ws = await get_workspace(session, workspace_id)
     if jwks_uri is not None:
@@ -76,6 +79,15 @@ async def update_workspace(
         ws.request_secret = ids.request_secret()
     if realtime is not None:
         ws.realtime_enabled = realtime
+    # Checked when saved, so a typo is refused here rather than at the next request.
+    if rate_limit_per_key is not None:
+        ws.rate_limit_per_key = normalise_rule(rate_limit_per_key)
+    if rate_limit_per_subject is not None:
+        ws.rate_limit_per_subject = normalise_rule(rate_limit_per_subject)
+    if retention_days is not None:  # 0 keeps threads for ever (clears the setting)
+        if isinstance(retention_days, bool) or not 0 <= retention_days <= 36_500:
+            raise ValueError("retention_days: must be a whole number of days from 0 (keep) to 36500")
+        ws.retention_days = retention_days or None
     ws.updated_at = utcnow()
     await session.flush()
     return ws
@@ -87,6 +99,9 @@ def workspace_dict(ws: Workspace, *, reveal_secret: bool) -> dict[str, Any]:
         "id": ws.id, "name": ws.name, "balance_credits": to_credits(ws.balance_micro),
         "jwks_uri": ws.jwks_uri, "jwks": ws.jwks_json, "allowed_origins": list(ws.allowed_origins or []),
         "request_secret": secret, "mint_url": ws.mint_url, "realtime": ws.realtime_enabled,
+        "rate_limit_per_key": ws.rate_limit_per_key or "default",
+        "rate_limit_per_subject": ws.rate_limit_per_subject or "default",
+        "retention_days": ws.retention_days,
         "created_at": iso(ws.created_at), "updated_at": iso(ws.updated_at),
     }
 

@@ -29,7 +29,7 @@ from heddle.identify.rails.base import (
     not_found,
     unsupported,
 )
-from heddle.identify.rails.sort_code import lookup_sort_code
+from heddle.identify.rails.sort_code import clearing_range, lookup_sort_code
 from heddle.identify.schemas import Institution, Rail
 
 # Countries whose national check digits schwifty cannot verify are still valid IBANs.
@@ -97,10 +97,13 @@ class IbanRail:
             if sepa.sct_inst_from is not None and sepa.sct_inst_from <= ctx.today:
                 rails = ("sepa", "sepa_instant")
         if iban.country_code == "GB" and iban.branch_code:
-            # A UK IBAN embeds the sort code; its rails apply when it names the same bank.
+            # A UK IBAN embeds the sort code; its rails apply when it names the same bank. The
+            # IBAN's bank code names the bank, so the clearing bank's range is enough here.
             by_sort_code = lookup_sort_code(iban.branch_code, ctx)
-            same_bank = (by_sort_code is not None and by_sort_code.institution.bic is not None
-                         and by_sort_code.institution.bic[:4] == iban.bank_code)
-            if same_bank:
-                rails = merge_rails(rails, by_sort_code.institution.reachable_rails)
+            holder = by_sort_code.institution if by_sort_code is not None else None
+            if holder is None:
+                entry = clearing_range(iban.branch_code, ctx)
+                holder = entry.institution if entry is not None else None
+            if holder is not None and holder.bic is not None and holder.bic[:4] == iban.bank_code:
+                rails = merge_rails(rails, holder.reachable_rails)
         return rails

@@ -1,5 +1,9 @@
 """Indian Financial System Code: 4-letter bank code, a reserved '0', 6-character branch code.
-The bank comes from the curated bank codes, the branch (city) from imported IFSC rows."""
+
+The bank comes from the shipped bank codes (curated, then Razorpay's MIT list), the branch
+(city) from imported IFSC rows. Sub-member codes (a sponsor bank's codes leased to a
+co-operative bank) name the holder from Razorpay's sub-member maps; a sponsor's code that
+looks like its sub-member codes but is in no map is `not_found`, naming the sponsor."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import dataclasses
 import re
 from typing import ClassVar
 
+from heddle.identify.datasets import branch_shape
 from heddle.identify.rails.base import (
     LookupContext,
     RailOutcome,
@@ -43,21 +48,34 @@ class IfscRail:
     def lookup(self, code: str, account_number: str | None, ctx: LookupContext) -> RailOutcome:
         # Indian bank account numbers run from 9 to 18 digits depending on the bank.
         account = digits_account(self.rail, account_number, range(9, 19), "An Indian account number")
-        bank = ctx.directory.curated.ifsc_banks.get(code[:4])
+        curated = ctx.directory.curated
+        # A sub-member code belongs to the bank that leases it, whatever its first four
+        # letters (and the RBI list files it under the sponsor bank's name).
+        holder = curated.ifsc_sublets.holder(code)
+        bank = holder or curated.ifsc_banks.get(code[:4])
         record = ctx.directory.imported(self.rail, code)
         if record is not None:
             branch = record.institution
-            # Imported rows win for name and city; the curated bank fills the BIC and type.
+            # Imported rows win for the city and rails; the bank fills the BIC and type, and
+            # names the holder of a sub-member code.
             institution = dataclasses.replace(
                 branch, bic=branch.bic or (bank.bic if bank else None),
-                type=bank.type if bank else branch.type)
+                type=bank.type if bank else branch.type,
+                name=holder.name if holder else branch.name)
             return identified(self.rail, institution, rails=record.rails_with(bank),
                               account_number=account)
-        if bank is not None:
-            # The first four letters are the bank: identifying the bank is certain even when
-            # the branch is not in the imported directory.
-            return identified(self.rail, dataclasses.replace(bank, code=code),
+        if holder is not None:
+            return identified(self.rail, dataclasses.replace(holder, code=code),
                               account_number=account)
-        return not_found(self.rail, f"No bank with IFSC bank code {code[:4]} is in the directory; "
-                                    "import the RBI IFSC list to cover every bank.",
-                         country="IN", account_number=account)
+        if bank is None:
+            return not_found(self.rail, f"No bank with IFSC bank code {code[:4]} is in the "
+                                        "directory.", country="IN", account_number=account)
+        if branch_shape(code) in curated.ifsc_sublets.sponsor_shapes.get(code[:4], ()):
+            return not_found(self.rail, f"{code} is in the IFSC series of {bank.name}, which "
+                                        "leases codes shaped like this one to sub-member banks "
+                                        "(co-operative and regional banks); this code is in no "
+                                        "sub-member list, so whose it is is not known. "
+                                        f"{bank.name} is the sponsor bank that settles for it.",
+                             country="IN", account_number=account)
+        # The first four letters name the bank, and the bank leases no codes of this shape.
+        return identified(self.rail, dataclasses.replace(bank, code=code), account_number=account)

@@ -17,6 +17,7 @@ from heddle.identify.checkdigits import (
     nuban_partial_sums,
     nuban_serial_sum,
 )
+from heddle.identify.datasets import NigerianInstitution
 from heddle.identify.rails.base import (
     LookupContext,
     RailOutcome,
@@ -34,6 +35,9 @@ from heddle.identify.schemas import Rail
 class NubanIdentifier:
     institution_code: str | None = None  # 6-digit NUBAN form or NIP code
     account_number: str | None = None  # a NUBAN sent as the identifier
+    # A 6-digit code as sent can be a NIP code or the NUBAN form of a CBN code; a 3- or
+    # 5-digit CBN code padded by us can only be the latter.
+    may_be_nip: bool = False
 
 
 class NubanRail:
@@ -56,7 +60,7 @@ class NubanRail:
         if len(code) == 5:
             return NubanIdentifier(institution_code="9" + code)
         if len(code) == 6:
-            return NubanIdentifier(institution_code=code)
+            return NubanIdentifier(institution_code=code, may_be_nip=True)
         return NubanIdentifier(account_number=code)
 
     def lookup(self, parsed: NubanIdentifier, account_number: str | None,
@@ -64,7 +68,9 @@ class NubanRail:
         if parsed.account_number is not None:
             return self._account_only(parsed.account_number, account_number, ctx)
         account = digits_account(self.rail, account_number, range(10, 11), "A NUBAN account number")
-        record = ctx.directory.curated.ng_institutions.get(parsed.institution_code)
+        record, conflict = self._institution(parsed, ctx)
+        if conflict is not None:
+            return not_found(self.rail, conflict, country="NG", account_number=account)
         if record is None:
             return not_found(self.rail, f"No Nigerian institution with code "
                                         f"{parsed.institution_code} is in the directory.",
@@ -76,6 +82,24 @@ class NubanRail:
                                          f"{record.institution.name}; it has a typo or belongs "
                                          "to another bank.", field="account_number")
         return identified(self.rail, record.institution, account_number=account)
+
+    def _institution(self, parsed: NubanIdentifier,
+                     ctx: LookupContext) -> tuple[NigerianInstitution | None, str | None]:
+        """The institution of a code, or a detail when the code names two institutions: a
+        NIP code of the 000 series can equal another bank's CBN code in NUBAN form (Unity
+        Bank's NIP code 000011 is First Bank's 000+011), and neither reading is a guess we
+        may bill."""
+        code = parsed.institution_code
+        curated = ctx.directory.curated
+        as_cbn = curated.ng_by_nuban_code.get(code)
+        as_nip = curated.ng_by_nip_code.get(code) if parsed.may_be_nip else None
+        if as_cbn is not None and as_nip is not None and as_cbn is not as_nip:
+            cbn = as_cbn.institution
+            return None, (f"{code} is the NIP code of {as_nip.institution.name} and also the "
+                          f"NUBAN form of {cbn.name}'s CBN code {cbn.code}, so it does not say "
+                          f"which bank is meant. Send the 3-digit CBN code ({cbn.code} for "
+                          f"{cbn.name}) to choose.")
+        return as_cbn or as_nip, None
 
     def _account_only(self, number: str, account_number: str | None,
                       ctx: LookupContext) -> RailOutcome:

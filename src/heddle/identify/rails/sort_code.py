@@ -1,5 +1,12 @@
-"""UK sort codes: six digits, written 12-34-56. Imported rows win; otherwise the most specific
-curated range containing the code names the bank."""
+"""UK sort codes: six digits, written 12-34-56.
+
+A sort code is identified only from an entry for that exact code (an imported EISCD row or a
+curated single code) or from a range whose source gives the whole range to one institution.
+Clearing banks' range allocations are not such evidence: agency banks, building societies and
+payment firms (Chase UK, Marcus, Triodos, Unity Trust, ...) hold codes inside NatWest's,
+HSBC's or RBS's ranges. A code known only through such a range is `not_found`, and the detail
+names the clearing bank.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
+from heddle.identify import uk_modulus
 from heddle.identify.checkdigits import is_digits
+from heddle.identify.datasets import SortCodeRange
 from heddle.identify.rails.base import (
     LookupContext,
     RailOutcome,
@@ -31,19 +40,32 @@ class SortCodeMatch:
     rails: tuple[str, ...]
 
 
+def written(code: str) -> str:
+    return f"{code[:2]}-{code[2:4]}-{code[4:]}"
+
+
 def lookup_sort_code(code: str, ctx: LookupContext) -> SortCodeMatch | None:
-    """The institution of a sort code, or None (also for ranges shared by several banks)."""
+    """The institution holding a sort code, from evidence for that code only; else None."""
     record = ctx.directory.imported(Rail.SORT_CODE, code)
-    curated = _curated_range(code, ctx)
-    curated_inst = curated.institution if curated is not None else None
+    entry = _most_specific(code, ctx)
+    curated = entry.institution if entry is not None and entry.evidence else None
     if record is not None:
-        return SortCodeMatch(record.institution, record.rails_with(curated_inst))
-    if curated_inst is None:
+        institution = record.institution
+        if curated is not None:  # the directory does not say which kind of institution
+            institution = dataclasses.replace(institution, type=curated.type)
+        return SortCodeMatch(institution, record.rails_with(curated))
+    if curated is None:
         return None
-    return SortCodeMatch(dataclasses.replace(curated_inst, code=code), curated_inst.reachable_rails)
+    return SortCodeMatch(dataclasses.replace(curated, code=code), curated.reachable_rails)
 
 
-def _curated_range(code: str, ctx: LookupContext):
+def clearing_range(code: str, ctx: LookupContext) -> SortCodeRange | None:
+    """The most specific curated range containing `code` (a clearing bank's allocation, a
+    shared range, or an evidence entry)."""
+    return _most_specific(code, ctx)
+
+
+def _most_specific(code: str, ctx: LookupContext) -> SortCodeRange | None:
     for entry in ctx.directory.curated.sort_code_ranges:  # most specific first
         if entry.start <= code <= entry.end:
             return entry
@@ -66,15 +88,29 @@ class SortCodeRail:
     def lookup(self, code: str, account_number: str | None, ctx: LookupContext) -> RailOutcome:
         # UK account numbers are 8 digits; 6 to 10 are accepted as some banks still quote them.
         account = digits_account(self.rail, account_number, range(6, 11), "A UK account number")
+        if account is not None and uk_modulus.check(code, account) is uk_modulus.Outcome.INVALID:
+            raise invalid(self.rail, f"The account number fails the UK modulus check for sort "
+                                     f"code {written(code)}: it has a typo or belongs to another "
+                                     "sort code.", field="account_number")
         match = lookup_sort_code(code, ctx)
         if match is not None:
             return identified(self.rail, match.institution, rails=match.rails,
                               account_number=account)
-        shared = _curated_range(code, ctx)
-        if shared is not None and shared.shared_by:
-            names = " and ".join(shared.shared_by)
-            return not_found(self.rail, f"Sort codes {code[:2]}-xx-xx are shared by {names}; "
-                                        "this one cannot be attributed without the sort-code "
-                                        "directory.", country="GB", account_number=account)
+        entry = clearing_range(code, ctx)
+        if entry is not None and entry.shared_by:
+            names = " and ".join(entry.shared_by)
+            return not_found(self.rail, f"Sort codes {written(entry.start)} to {written(entry.end)} "
+                                        f"are shared by {names}; {written(code)} cannot be "
+                                        "attributed without the sort-code directory (EISCD).",
+                             country="GB", account_number=account)
+        if entry is not None and entry.institution is not None:
+            return not_found(self.rail, f"Sort code {written(code)} is in the range "
+                                        f"{written(entry.start)} to {written(entry.end)} that "
+                                        f"{entry.institution.name} clears, but other institutions "
+                                        "(agency banks, building societies, payment firms) hold "
+                                        "codes inside clearing banks' ranges, so the range does "
+                                        "not say whose this code is. Import the sort-code "
+                                        "directory (EISCD) to identify it.",
+                             country="GB", account_number=account)
         return not_found(self.rail, "No bank with this sort code is in the directory.",
                          country="GB", account_number=account)

@@ -8,7 +8,7 @@ import re
 from typing import ClassVar
 
 from schwifty import BIC
-from schwifty.exceptions import SchwiftyException
+from schwifty.exceptions import InvalidCountryCode, SchwiftyException
 
 from heddle.identify.rails.base import (
     LookupContext,
@@ -21,6 +21,8 @@ from heddle.identify.rails.base import (
 from heddle.identify.schemas import Rail
 
 _BIC = re.compile(r"[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}(?:[A-Z0-9]{3})?", re.ASCII)
+# Country codes SWIFT uses that are not (yet) ISO 3166-1 alpha-2: XK, Kosovo (user-assigned).
+SWIFT_EXTRA_COUNTRIES = frozenset({"XK"})
 _SHAPE = re.compile(r"[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?", re.ASCII)
 
 
@@ -41,6 +43,12 @@ class SwiftRail:
                                      "3-character branch code.")
         try:
             BIC(code)
+        except InvalidCountryCode:
+            # ISO 9362 also allows country codes outside ISO 3166-1 that SWIFT assigned, such
+            # as XK (Kosovo); schwifty knows only the ISO list.
+            if code[4:6] not in SWIFT_EXTRA_COUNTRIES:
+                raise invalid(self.rail, f"Not a valid BIC: {code[4:6]} is not a country "
+                                         "code.") from None
         except SchwiftyException as exc:
             raise invalid(self.rail, f"Not a valid BIC: {exc}.") from None
         return code

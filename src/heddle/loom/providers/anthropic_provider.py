@@ -22,10 +22,12 @@ from heddle.loom.providers.base import (
     ModelProviderError,
     ModelResponse,
     ModelToolCall,
+    StreamSink,
     ToolSpec,
 )
 from heddle.loom.providers.sdk_errors import SdkErrorTypes
 from heddle.loom.providers.sdk_provider import SdkProvider
+from heddle.loom.providers.streaming import stream_anthropic
 from heddle.loom.providers.tokens import input_tokens, output_tokens
 
 ANTHROPIC_ERRORS = SdkErrorTypes(
@@ -60,6 +62,9 @@ class AnthropicProvider(SdkProvider):
 
     def _parse(self, body, payload, class_name, messages, tools):
         return parse_response(body, payload, class_name, messages, tools)
+
+    async def _stream(self, payload: dict[str, Any], sink: StreamSink) -> dict[str, Any]:
+        return await stream_anthropic(self._client, payload, sink)
 
     def _send(self, payload: dict[str, Any]):
         return self._client.messages.create(**payload)

@@ -3,7 +3,9 @@
 The engine builds a list of `ChatMessage` from the thread and the run's trace, hands it to a
 provider with the agent's tools, and gets back one `ModelResponse` per model turn. Providers
 translate to and from their wire format (OpenAI Chat Completions, Anthropic Messages, or the
-built-in `scripted` model) and never touch the database.
+built-in `scripted` model) and never touch the database. Given a `StreamSink`, a provider
+streams: it hands each piece of the reply's text to the sink as it arrives, and still returns
+the whole `ModelResponse` (text, tool calls, exact token counts) at the end.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ class ToolSpec:
     parameters: dict[str, Any]  # JSON Schema of the arguments object
 
 
+# Earlier thread messages given to a model, in (estimated) tokens, unless its class says otherwise.
+DEFAULT_HISTORY_TOKENS = 8000
+
+
 @dataclass(frozen=True)
 class ModelClass:
     """A configured model class: which provider, which model, and its credit prices."""
@@ -55,6 +61,7 @@ class ModelClass:
     max_tokens: int = 1024
     timeout: float = 60.0
     max_retries: int = 3
+    history_tokens: int = DEFAULT_HISTORY_TOKENS
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -78,7 +85,21 @@ class ModelProviderError(Exception):
         self.status = status
 
 
+class StreamSink(Protocol):
+    """Where a provider sends its reply's text as it is generated (see `heddle.loom.deltas`).
+
+    The pieces of one attempt add up to the reply's `text`. `restart()` is called before a
+    retry after a failed attempt: the pieces sent so far are void and the next attempt's
+    pieces start again from the beginning of the reply.
+    """
+
+    async def delta(self, text: str) -> None: ...
+
+    def restart(self) -> None: ...
+
+
 class ModelProvider(Protocol):
     async def complete(
-        self, model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec]
+        self, model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec],
+        stream: StreamSink | None = None,
     ) -> ModelResponse: ...

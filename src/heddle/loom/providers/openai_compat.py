@@ -27,10 +27,12 @@ from heddle.loom.providers.base import (
     ModelProviderError,
     ModelResponse,
     ModelToolCall,
+    StreamSink,
     ToolSpec,
 )
 from heddle.loom.providers.sdk_errors import SdkErrorTypes
 from heddle.loom.providers.sdk_provider import SdkProvider
+from heddle.loom.providers.streaming import stream_openai
 from heddle.loom.providers.tokens import input_tokens, output_tokens
 
 # Self-hosted servers (Ollama, llama.cpp, vLLM without --api-key) need no key, but the SDK
@@ -65,6 +67,9 @@ class OpenAICompatProvider(SdkProvider):
 
     def _parse(self, body, payload, class_name, messages, tools):
         return parse_response(body, payload, class_name, messages, tools)
+
+    async def _stream(self, payload: dict[str, Any], sink: StreamSink) -> dict[str, Any]:
+        return await stream_openai(self._client, payload, sink)
 
     def _send(self, payload: dict[str, Any]):
         return self._client.chat.completions.create(**payload)

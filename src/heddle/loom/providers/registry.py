@@ -12,7 +12,9 @@ Fields: `provider` (`openai` | `anthropic` | `scripted`), `model`, `base_url`, `
 `api_key_env` (the name of an environment variable holding the key), `input_price_per_1k` and
 `output_price_per_1k` (credits per 1,000 tokens), `max_tokens`, `timeout` (seconds per
 attempt), `max_retries`, and `options` (`retry_base_delay`, `retry_max_delay`,
-`retry_after_cap` in seconds, `temperature`, `max_tokens_param`). Unknown fields are refused,
+`retry_after_cap` in seconds, `temperature`, `max_tokens_param`, `stream`: false for a
+server that cannot stream replies), and `history_tokens` (the budget of earlier thread messages
+given to the model, in tokens; see loom/history.py). Unknown fields are refused,
 so that a typo never silently falls back to a default.
 
 `scripted` is always present; defining `scripted` in the JSON overrides its prices (its
@@ -32,7 +34,14 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, TypeAdapter, ValidationError
 
 from heddle.loom.providers.anthropic_provider import AnthropicProvider
-from heddle.loom.providers.base import ChatMessage, ModelClass, ModelResponse, ToolSpec
+from heddle.loom.providers.base import (
+    DEFAULT_HISTORY_TOKENS,
+    ChatMessage,
+    ModelClass,
+    ModelResponse,
+    StreamSink,
+    ToolSpec,
+)
 from heddle.loom.providers.openai_compat import OpenAICompatProvider
 from heddle.loom.providers.scripted import ScriptedProvider
 from heddle.money import to_micro
@@ -62,7 +71,8 @@ class UnknownModelClass(KeyError):
 
 class ClosableProvider(Protocol):
     async def complete(
-        self, model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec]
+        self, model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec],
+        stream: StreamSink | None = None,
     ) -> ModelResponse: ...
 
     async def aclose(self) -> None: ...
@@ -91,6 +101,7 @@ class _Options(BaseModel):
     retry_after_cap: float | None = Seconds
     temperature: float | None = Field(default=None, ge=0, le=2, allow_inf_nan=False)
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
+    stream: bool | None = None  # false: ask for whole replies (a server without streaming)
 
 
 class _ClassConfig(BaseModel):
@@ -106,6 +117,7 @@ class _ClassConfig(BaseModel):
     max_tokens: int = Field(default=1024, ge=1, le=1_000_000)
     timeout: float = Field(default=60.0, gt=0, le=3600, allow_inf_nan=False)
     max_retries: int = Field(default=3, ge=0, le=10)
+    history_tokens: int = Field(default=DEFAULT_HISTORY_TOKENS, ge=0, le=10_000_000)
     options: _Options = Field(default_factory=_Options)
 
 
@@ -228,6 +240,7 @@ def _build(name: str, config: _ClassConfig, env: Mapping[str, str], problems: li
         max_tokens=config.max_tokens,
         timeout=config.timeout,
         max_retries=config.max_retries,
+        history_tokens=config.history_tokens,
         options=config.options.model_dump(exclude_none=True),
     )
 

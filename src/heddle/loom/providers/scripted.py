@@ -12,6 +12,8 @@ summarises them and stops; otherwise it reads the latest user message:
 
 `ask_user` is always callable: the engine offers it to every agent (see `base.ASK_USER_TOOL`).
 Tokens are whitespace-split words (see `tokens.py`), so turns are priced like any model.
+Given a stream sink, the reply's text is streamed word by word (each word with the
+whitespace before it), the pieces adding up to the text.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from heddle.loom.providers.base import (
     ModelProviderError,
     ModelResponse,
     ModelToolCall,
+    StreamSink,
     ToolSpec,
 )
 from heddle.loom.providers.scripted_summaries import IDENTIFY_TOOL, summarise_tool_result
+from heddle.loom.providers.streaming import word_pieces
 from heddle.loom.providers.tokens import input_tokens, output_tokens
 
 HELP_TEXT = (
@@ -74,9 +78,13 @@ class ScriptedProvider:
     """Stateless; one instance serves every scripted model class."""
 
     async def complete(
-        self, model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec]
+        self, model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec],
+        stream: StreamSink | None = None,
     ) -> ModelResponse:
         reply = decide(messages, tools)
+        if stream is not None:
+            for piece in word_pieces(reply.text):  # word by word, like a model writing
+                await stream.delta(piece)
         tool_calls: tuple[ModelToolCall, ...] = ()
         if reply.tool_call is not None:
             prior = sum(len(m.tool_calls) for m in messages)

@@ -1,0 +1,183 @@
+"""The shared services of one process, typed, and how to build and close them.
+
+`heddle serve` (through the FastAPI lifespan in `heddle.services`) and `heddle worker` build the
+same `Container`; nothing here imports FastAPI. Lower layers never receive the container: the
+tool runner gets `IdentifyCharging` and `HostedTools`, Identify's HTTP route gets
+`identify_charging`, and so on, so each layer's dependencies are visible in its signature.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import httpx
+
+from heddle.auth.direct import DirectAuthenticator
+from heddle.auth.jwks import JwksCache
+from heddle.config import Settings
+from heddle.db.base import Database
+from heddle.idempotency.pruner import IdempotencyPruner
+from heddle.identify.charging import IdentifyCharging
+from heddle.identify.service import IdentifyService
+from heddle.loom.effects import EventSink, RunSubmitter
+from heddle.loom.engine import RunEngine
+from heddle.loom.providers.registry import ModelRegistry
+from heddle.loom.retention import RetentionPruner
+from heddle.loom.run_events import RunEventLog
+from heddle.observability.logging import get_logger
+from heddle.observability.metrics import Metrics
+from heddle.observability.request_log import RequestLogWriter
+from heddle.observability.retention import RequestLogPruner
+from heddle.outbound.for_runs import HostedTools
+from heddle.outbound.token_cache import SubjectTokenCache
+from heddle.ratelimit.limiter import RateLimiter
+from heddle.realtime.setup import Realtime
+from heddle.webhooks.dispatcher import WebhookDispatcher
+
+log = get_logger(__name__)
+
+Role = Literal["serve", "worker"]
+
+
+class RunExecutor(RunSubmitter, Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    settings: Settings
+    role: Role
+    metrics: Metrics
+    db: Database
+    realtime: Realtime
+    events: EventSink | None  # the realtime publisher (to the hub, a shared bus or hosted Pusher)
+    request_log: RequestLogWriter
+    request_log_pruner: RequestLogPruner  # request-log retention, in the background
+    idempotency_pruner: IdempotencyPruner  # Idempotency-Key rows older than their TTL
+    rate_limiter: RateLimiter
+    retention_pruner: RetentionPruner | None  # workspaces' retention_days; API processes only
+    outbound: httpx.AsyncClient  # SSRF-guarded: tool hosts, mint URLs, JWKS URIs, name providers
+    jwks: JwksCache
+    direct_auth: DirectAuthenticator
+    subject_tokens: SubjectTokenCache
+    identify: IdentifyService
+    identify_charging: IdentifyCharging
+    hosted_tools: HostedTools
+    registry: ModelRegistry
+    run_events: RunEventLog  # the stored event log behind SSE; wakes streams and webhooks
+    webhooks: WebhookDispatcher | None  # None when HEDDLE_WEBHOOK_DISPATCHER is off
+    engine: RunEngine
+    executor: RunExecutor | None  # where `Effects.start` sends runs; None in a worker
+    loop: asyncio.AbstractEventLoop
+
+    def database(self) -> Database:
+        return self.db
+
+    async def aclose(self) -> None:
+        """Stop in the reverse order of `build_container`."""
+        if self.retention_pruner is not None:
+            await self.retention_pruner.stop()
+        if self.executor is not None:
+            await self.executor.stop()
+        if self.webhooks is not None:
+            await self.webhooks.stop()
+        await self.registry.aclose()
+        await self.idempotency_pruner.stop()
+        await self.request_log_pruner.stop()
+        await self.realtime.aclose()
+        await self.jwks.aclose()
+        await self.outbound.aclose()
+        await self.request_log.stop()
+        await self.db.dispose()
+
+
+async def build_container(settings: Settings, *, role: Role = "serve", metrics: Metrics | None = None,
+                          realtime: Realtime | None = None) -> Container:
+    """Open the database (migrating if configured), start the background writers and the
+    executor. `realtime` is passed in by the app, whose routes need the hub before start-up."""
+    from heddle.auth.session_tokens import SessionTokenVerifier
+    from heddle.db.migrate import upgrade
+    from heddle.identify.service import build_identify_service
+    from heddle.loom.executor import InProcessExecutor
+    from heddle.loom.tool_runner import DefaultToolRunner
+    from heddle.money import to_micro
+    from heddle.outbound.safe_http import build_outbound_client
+
+    s = settings
+    metrics = metrics or Metrics()
+    realtime = realtime or Realtime(settings, serve_sockets=role == "serve")
+    queue_mode = s.executor == "queue"
+    if queue_mode:
+        from heddle.queue.enqueue import QueueSubmitter, queue_engine_kwargs
+    # In queue mode every connection says so: the database then enqueues the job of each run
+    # it creates or resumes, in that same transaction (heddle/queue/enqueue.py).
+    db = Database(s.database_url, **(queue_engine_kwargs() if queue_mode else {}))
+    if s.migrate_on_start:
+        await upgrade(s.database_url, engine=db.engine)
+    await realtime.start()  # subscribed to the shared bus (if any) before any run can publish
+    request_log = RequestLogWriter(db, metrics)
+    await request_log.start()
+    request_log_pruner = RequestLogPruner(db, retention_days=s.request_log_retention_days,
+                                          interval=s.request_log_prune_interval)
+    await request_log_pruner.start()
+    idempotency_pruner = IdempotencyPruner(db, ttl_hours=s.idempotency_ttl_hours,
+                                           interval_s=s.idempotency_prune_interval_s)
+    idempotency_pruner.start()
+    rate_limiter = RateLimiter(per_key=s.rate_limit_per_key, per_subject=s.rate_limit_per_subject,
+                               storage_uri=s.rate_limit_storage)
+    outbound = build_outbound_client(
+        allow_private=s.allow_private_outbound, connect_timeout=s.outbound_connect_timeout,
+        timeout=s.outbound_timeout, max_response_bytes=s.outbound_max_response_bytes)
+    jwks = JwksCache(outbound, ttl=s.jwks_cache_ttl, min_refresh_interval=s.jwks_refresh_min_interval,
+                    fetch_timeout=s.jwks_fetch_timeout)
+    direct_auth = DirectAuthenticator(db, SessionTokenVerifier(
+        None, jwks, verified_cache_size=s.session_token_cache_size))
+    subject_tokens = SubjectTokenCache()
+    # Holder-name providers are called through the SSRF-guarded client too.
+    identify = build_identify_service(s, outbound, db=db)
+    charging = IdentifyCharging(db, identify, metrics, to_micro(s.identify_price_credits))
+    hosted = HostedTools(db, outbound, subject_tokens, to_micro(s.tool_call_price_credits))
+    registry = ModelRegistry.from_json(s.model_classes)
+    events = realtime.publisher
+    run_events = RunEventLog(db)
+    engine = RunEngine(db, s, registry, DefaultToolRunner(charging, request_log, hosted), lambda: events, metrics,
+                       run_events=run_events)
+    webhooks: WebhookDispatcher | None = None
+    if s.webhook_dispatcher:  # every process may run one: deliveries are claimed under a lease
+        webhooks = WebhookDispatcher(db, outbound, s)
+        run_events.listeners.append(webhooks.wake)  # a committed run change may owe one
+    executor: RunExecutor | None = None
+    if queue_mode:
+        executor = QueueSubmitter() if role == "serve" else None
+    elif role == "serve":
+        executor = InProcessExecutor(db, engine, metrics, concurrency=s.run_concurrency,
+                                     lease_seconds=s.run_lease_seconds, sweep_interval=s.run_sweep_seconds,
+                                     reclaim_all_on_start=db.is_sqlite)
+    engine.submitter = executor  # the next queued run of a thread starts through it
+    retention_pruner: RetentionPruner | None = None
+    if role == "serve":
+        async def publish(effects, realtime_enabled: bool) -> None:
+            await effects.apply(events, executor, realtime_enabled)
+
+        retention_pruner = RetentionPruner(db, s.retention_sweep_seconds, publish)
+    container = Container(
+        settings=s, role=role, metrics=metrics, db=db, realtime=realtime, events=events,
+        request_log=request_log, request_log_pruner=request_log_pruner,
+        idempotency_pruner=idempotency_pruner, rate_limiter=rate_limiter, retention_pruner=retention_pruner,
+        outbound=outbound, jwks=jwks,
+        direct_auth=direct_auth,
+        subject_tokens=subject_tokens, identify=identify, identify_charging=charging, hosted_tools=hosted,
+        registry=registry, run_events=run_events, webhooks=webhooks, engine=engine, executor=executor,
+        loop=asyncio.get_running_loop())
+    if retention_pruner is not None:
+        retention_pruner.start()
+    if webhooks is not None:
+        await webhooks.start()
+    if executor is not None:
+        await executor.start()
+    log.info("heddle_started", role=role, database=db.engine.url.render_as_string(hide_password=True))
+    return container

@@ -1,0 +1,1 @@
+"""Safe retries: `Idempotency-Key` on the POSTs that change something (see http.py)."""

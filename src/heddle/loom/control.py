@@ -1,0 +1,208 @@
+"""Run control: cancel a run, and the per-thread queue of messages posted with `if_busy: enqueue`.
+
+Every change here is a conditional state transition (`loom/states.py`) inside the caller's
+transaction, so it composes with the engine: an engine step that finds its run no longer
+`running` drops what it was doing (a model reply is discarded; a tool call already sent is
+still recorded, because its side effect may have happened).
+
+The queue: a queued run waits in state `queued` with its message in `queued_messages`. When
+the run ahead of it ends (closed, failed or cancelled), `advance_queue` starts the oldest one in
+the same transaction, giving its message the thread's next `seq`. So messages are never lost
+(they are stored at the 202) nor reordered (the queue is ordered by an autoincrement id).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import and_, delete, or_, select, update
+
+from heddle.auth.context import AuthContext
+from heddle.db.base import utcnow
+from heddle.errors import HeddleError
+from heddle.loom.effects import Effects
+from heddle.loom.models import Message, QueuedMessage, Run, Thread, ToolCall
+from heddle.loom.queries import next_message_seq
+from heddle.loom.serializers import message_dict
+from heddle.loom.states import AWAITING_INPUT, AWAITING_OUTCOME, FAILED, QUEUED, RUNNING, TERMINAL, transition
+from heddle.timeutil import iso
+
+CANCELLED = "cancelled"
+# A thread is busy while one of its runs is in one of these states: a new message waits.
+BUSY_STATES = (RUNNING, AWAITING_OUTCOME, AWAITING_INPUT)
+
+
+def actor(auth: AuthContext) -> dict[str, Any]:
+    """Who did it, as the trace shows it (never a secret)."""
+    return {"mode": auth.mode, "key_id": auth.key_id, "subject": auth.subject}
+
+
+def _note(run: Run, key: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {**(run.control or {}), key: value}
+
+
+def _in_flight(call: ToolCall) -> bool:
+    attempts = call.attempts or []
+    return bool(attempts) and bool(attempts[-1].get("in_flight"))
+
+
+async def _lock_thread(session, thread_id: uuid.UUID) -> None:
+    """Serialise queue changes of one thread with message posts (SQLite's writer lock already does)."""
+    if session.bind.dialect.name != "sqlite":
+        await session.execute(select(Thread.id).where(Thread.id == thread_id).with_for_update())
+
+
+async def _stop_unsent_calls(session, run: Run, by: dict[str, Any], at: str) -> None:
+    """Calls not yet sent never will be; a hosted call already in flight is left to its engine,
+    which records its result under its reliability rules (or `awaiting_outcome` if unknown)."""
+    calls = await session.scalars(select(ToolCall).where(
+        ToolCall.run_id == run.id, ToolCall.status.in_(("pending", "awaiting_approval"))))
+    for call in calls:
+        if call.status == "awaiting_approval":
+            call.status = "declined"
+            call.approval = {**(call.approval or {}), "approved": False, "by": by, "at": at,
+                             "reason": "the run was cancelled"}
+            call.result = {"declined": True, "reason": "the run was cancelled"}
+        elif not _in_flight(call):
+            call.status = "failed"
+            call.result = {"error": {"code": CANCELLED, "message": "The run was cancelled before this call was made."}}
+        call.updated_at = utcnow()
+
+
+async def _release_queued_message(session, run: Run) -> Message | None:
+    """Move a queued run's message into the thread's messages (started or cancelled: never lost)."""
+    queued = await session.scalar(select(QueuedMessage).where(QueuedMessage.run_id == run.id))
+    if queued is None:
+        return None
+    message = Message(id=queued.message_id, thread_id=run.thread_id, run_id=run.id,
+                      seq=await next_message_seq(session, run.thread_id), role="user", content=queued.content,
+                      created_at=queued.created_at)
+    await session.execute(delete(QueuedMessage).where(QueuedMessage.id == queued.id))
+    session.add(message)
+    await session.flush()
+    return message
+
+
+async def cancel(session, run: Run, effects: Effects, *, by: dict[str, Any], reason: str,
+                 advance: bool = True) -> Run:
+    """Move a non-terminal run to `failed` / `cancelled` in the caller's transaction.
+
+    `effects.start(run.id)` nudges an executor still working on it, so a model call in flight
+    is abandoned at once instead of when it returns.
+    """
+    was, now = run.state, utcnow()
+    await _stop_unsent_calls(session, run, by, iso(now))
+    released = await _release_queued_message(session, run) if was == QUEUED else None
+    await transition(session, run, "cancel", error_code=CANCELLED, error_message=reason[:2000],
+                     pending_question=None,
+                     control=_note(run, "cancelled", {"by": by, "at": iso(now), "from_state": was,
+                                                      "reason": reason}))
+    if released is not None:
+        effects.message_created(run.thread_id, message_dict(released))
+    from heddle.loom.service import render_run  # service imports this module for if_busy
+
+    effects.run_updated(run.thread_id, await render_run(session, run))
+    if was != QUEUED:
+        effects.start(run.id)
+    if advance:
+        await advance_queue(session, run.thread_id, effects)
+    return run
+
+
+async def cancel_run(session, auth: AuthContext, run_id: str, effects: Effects) -> dict[str, Any]:
+    """`POST /runs/{id}/cancel`: idempotent; a run that already ended otherwise is 409."""
+    from heddle.loom import queries as q
+    from heddle.loom.service import render_run
+
+    run = await q.visible_run(session, auth, run_id, for_update=True)
+    if run.state == FAILED and run.error_code == CANCELLED:
+        return await render_run(session, run)  # a second cancel: nothing more to do
+    if run.state in TERMINAL:
+        raise HeddleError("run_terminal", f"Run {run.id} already ended ({run.state}); it cannot be cancelled.",
+                          details={"run_id": str(run.id), "state": run.state,
+                                   "error_code": run.error_code})
+    who = "the caller" if auth.mode == "relay" else f"subject {auth.subject}"
+    await cancel(session, run, effects, by=actor(auth), reason=f"Cancelled by {who}.")
+    return await render_run(session, run)
+
+
+async def hold_or_cancelled(session, fence) -> None:
+    """Like `Fence.hold`, but also passes when the run was cancelled under this executor.
+
+    Cancel leaves the fencing token as it is (it changes the state, which already fails every
+    `Fence.hold`), so the executor that sent a call before the cancel can still record that
+    call's result; a takeover by another executor still moves the token and stops it.
+    """
+    result = await session.execute(
+        update(Run).where(Run.id == fence.run_id, Run.fence == fence.token,
+                          or_(Run.state == RUNNING, and_(Run.state == FAILED, Run.error_code == CANCELLED)))
+        .values(updated_at=Run.updated_at).execution_options(synchronize_session=False))
+    if result.rowcount != 1:
+        raise fence.stale()
+
+
+async def advance_queue(session, thread_id: uuid.UUID, effects: Effects) -> Run | None:
+    """Start the thread's oldest queued run when no run of the thread is busy any more."""
+    await _lock_thread(session, thread_id)
+    busy = await session.scalar(select(Run.id).where(Run.thread_id == thread_id,
+                                                     Run.state.in_(BUSY_STATES)).limit(1))
+    if busy is not None:
+        return None
+    head = await session.scalar(select(QueuedMessage.run_id).where(QueuedMessage.thread_id == thread_id)
+                                .order_by(QueuedMessage.id).limit(1))
+    if head is None:
+        return None
+    run = await session.get(Run, head)
+    message = await _release_queued_message(session, run)
+    now = utcnow()
+    await transition(session, run, "start", opened_at=now,
+                     control=_note(run, "queue", {**(run.control or {}).get("queue", {}), "started_at": iso(now)}))
+    from heddle.loom.service import render_run
+
+    effects.message_created(thread_id, message_dict(message))
+    effects.run_updated(thread_id, await render_run(session, run))
+    effects.start(run.id)
+    return run
+
+
+async def queued_runs(session, thread_id: uuid.UUID) -> list[Run]:
+    return list(await session.scalars(
+        select(Run).join(QueuedMessage, QueuedMessage.run_id == Run.id)
+        .where(QueuedMessage.thread_id == thread_id).order_by(QueuedMessage.id)))
+
+
+async def enqueue(session, auth: AuthContext, thread: Thread, agent_id: str, content: str,
+                  connection_id: uuid.UUID | None, effects: Effects) -> dict[str, Any]:
+    """A queued run and its stored message; it starts when the runs ahead of it have ended."""
+    from heddle.loom.serializers import run_dict
+
+    now = utcnow()
+    position = len(await queued_runs(session, thread.id)) + 1
+    run = Run(id=uuid.uuid4(), thread_id=thread.id, workspace_id=auth.workspace_id, agent_id=agent_id,
+              subject=thread.subject, state=QUEUED, connection_id=connection_id, auth_mode=auth.mode,
+              key_id=auth.key_id, session_token=auth.session_token,
+              session_token_expires_at=auth.session_token_expires_at, opened_at=now, created_at=now,
+              updated_at=now, cost_micro=0, turn_count=0,
+              control={"queue": {"queued_at": iso(now), "position": position, "by": actor(auth)}})
+    session.add(run)
+    await session.flush()
+    queued = QueuedMessage(thread_id=thread.id, run_id=run.id, message_id=uuid.uuid4(), content=content,
+                           created_at=now)
+    session.add(queued)
+    await session.flush()
+    data = run_dict(run, latest=None, connection=None)
+    effects.run_updated(thread.id, data)
+    return {"run_id": str(run.id), "message_id": str(queued.message_id), "run": data,
+            "queued": True, "queue_position": position}
+
+
+async def interrupt(session, auth: AuthContext, thread_id: uuid.UUID, active: Run | None,
+                    effects: Effects) -> None:
+    """`if_busy: interrupt`: cancel the active run and every queued one (their messages are kept
+    in the thread), so the new message runs next."""
+    by = actor(auth)
+    for run in await queued_runs(session, thread_id):
+        await cancel(session, run, effects, by=by, reason="Interrupted by a newer message.", advance=False)
+    if active is not None and active.state not in TERMINAL:
+        await cancel(session, active, effects, by=by, reason="Interrupted by a newer message.", advance=False)

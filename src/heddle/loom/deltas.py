@@ -1,0 +1,62 @@
+"""A model turn's reply while it streams: `message.delta` events.
+
+The engine hands a `DeltaStream` to the provider as its `StreamSink`. Every piece of text
+becomes one event `{run_id, message_id, seq, delta}`:
+
+- published at once on the thread's realtime channel (when the workspace has realtime on),
+  through the same publisher as every other thread event, so it reaches the browser while
+  the model is still writing;
+- appended to the run's stored event log (`heddle.loom.run_events`), so that
+  `GET /v1/loom/runs/{id}/events` streams and resumes it too.
+
+`message_id` is the id the stored Message will have when the turn ends with a reply, so a
+client can match the deltas to `message.created`, which always carries the whole text. `seq`
+counts the pieces of one `message_id` from 0. When a provider retries after a failed attempt
+(`restart()`), the next pieces get a fresh `message_id` and `seq` starts again: a client
+drops deltas whose `message_id` never gets a `message.created` (an abandoned attempt, a turn
+that ended in tool calls, a run that failed mid-reply).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Protocol
+
+from heddle.loom.effects import EventSink, thread_channel
+from heddle.observability.logging import get_logger
+
+log = get_logger(__name__)
+
+DELTA_EVENT = "message.delta"
+
+
+class DeltaStore(Protocol):
+    def append(self, run_id: uuid.UUID, event: str, data: dict[str, Any]) -> None: ...
+
+
+class DeltaStream:
+    def __init__(self, run_id: uuid.UUID, thread_id: uuid.UUID, *, sink: EventSink | None,
+                 store: DeltaStore | None = None):
+        self.run_id = run_id
+        self.channel = thread_channel(thread_id)
+        self.sink = sink
+        self.store = store
+        self.message_id = uuid.uuid4()
+        self.seq = 0
+        self.sent = 0  # pieces over every attempt
+
+    async def delta(self, text: str) -> None:
+        if not text:
+            return
+        data = {"run_id": str(self.run_id), "message_id": str(self.message_id), "seq": self.seq, "delta": text}
+        self.seq += 1
+        self.sent += 1
+        if self.store is not None:
+            self.store.append(self.run_id, DELTA_EVENT, data)
+        if self.sink is not None:
+            await self.sink.publish(self.channel, DELTA_EVENT, data)
+
+    def restart(self) -> None:
+        if self.seq:
+            self.message_id = uuid.uuid4()
+            self.seq = 0

@@ -1,0 +1,41 @@
+"""`GET /v1/loom/runs/{id}/events`: the run's events as Server-Sent Events (see `sse.py`)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import StreamingResponse
+
+from heddle.api.deps import loom_session, services
+from heddle.api.envelope import error_responses
+from heddle.loom import queries as q
+from heddle.loom.routes import AUTH_ERRORS
+from heddle.loom.sse import RunEventStream, parse_event_id
+
+router = APIRouter(prefix="/v1/loom", tags=["loom"])
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+@router.get("/runs/{run_id}/events", response_class=StreamingResponse,
+            summary="The run's events as Server-Sent Events, resumable with Last-Event-ID",
+            responses={200: {"content": {"text/event-stream": {}},
+                             "description": "`run.updated`, `message.created` and `message.delta` events, "
+                                            "each with `id:`; the stream ends after the terminal event"},
+                       **error_responses(*AUTH_ERRORS, "not_found")})
+async def run_events(run_id: str, request: Request,
+                     last_event_id_header: str | None = Header(None, alias="Last-Event-ID", max_length=20),
+                     last_event_id: str | None = Query(None, max_length=20,
+                                                       description="For clients that cannot set the header"),
+                     ):
+    # Access is checked like GET /runs/{id}, in a session that is closed before streaming.
+    async with loom_session(request) as (auth, session):
+        run = await q.visible_run(session, auth, run_id)
+    if last_event_id_header is not None:
+        after = parse_event_id(last_event_id_header, "Last-Event-ID", "header")
+    else:
+        after = parse_event_id(last_event_id, "last_event_id", "query")
+    svc = services(request)
+    stream = RunEventStream(svc.database(), svc.run_events.signals, run.id, after,
+                            heartbeat_seconds=svc.settings.sse_heartbeat_seconds,
+                            poll_seconds=svc.settings.sse_poll_seconds)
+    return StreamingResponse(stream.events(), media_type="text/event-stream", headers=SSE_HEADERS)

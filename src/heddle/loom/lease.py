@@ -1,0 +1,155 @@
+"""Holding a run while executing it: a lease to find abandoned runs, a fence to stop stale executors.
+
+A lease (owner + expiry, renewed while the run executes) tells other processes the run is taken;
+when it expires, another executor may claim the run. Expiry alone cannot stop the old one, though:
+a process paused (SIGSTOP, a long GC, a network partition) past its lease wakes up believing it
+still holds the run. So every claim also grows the run's fencing token (`runs.fence`), and every
+write an executor makes is conditional on the token it claimed (`Fence.hold`). An executor whose
+token moved on gets `StaleExecutor` at its next write, before calling any tool host, and stops
+without writing anything.
+
+`claim_and_execute` is the one way to run a run's engine: the in-process executor and a queue
+worker both use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from heddle.db.base import Database, utcnow
+from heddle.loom.models import Run
+from heddle.loom.states import RUNNING, StaleExecutor
+from heddle.observability.logging import get_logger
+
+log = get_logger(__name__)
+
+__all__ = ["DEFAULT_LEASE", "Fence", "StaleExecutor", "claim", "claim_and_execute", "release", "renew"]
+
+DEFAULT_LEASE = dt.timedelta(seconds=30)
+
+_runs = Run.__table__
+
+
+def executor_name() -> str:
+    """A lease owner name unique to this process (host, pid and a random part)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+# Built once: the guard runs in every write transaction of every run step.
+_HOLD = (
+    update(_runs)
+    .where(_runs.c.id == bindparam("rid"), _runs.c.fence == bindparam("token"), _runs.c.state == RUNNING)
+    .values(lease_expires_at=bindparam("expires"), updated_at=_runs.c.updated_at)
+)
+_CURRENT = select(_runs.c.fence, _runs.c.state).where(_runs.c.id == bindparam("rid"))
+
+
+@dataclass(frozen=True)
+class Fence:
+    """The token an executor claimed a run with; the condition of each of its writes."""
+
+    run_id: uuid.UUID
+    token: int
+    lease: dt.timedelta = DEFAULT_LEASE
+
+    def stale(self, why: str = "fence moved on") -> StaleExecutor:
+        return StaleExecutor(self.run_id, self.token, why)
+
+    async def hold(self, session: AsyncSession) -> None:
+        """Inside a write transaction: go on holding the run (renewing the lease) or raise StaleExecutor.
+
+        On PostgreSQL the UPDATE locks the run's row until the transaction ends, so a takeover
+        (which updates the same row) waits for this transaction, or this one sees the new token
+        and stops; on SQLite the transaction holds the database's one write lock. Either way the
+        writes that follow in the same transaction happen only while this executor holds the run.
+        """
+        result = await session.execute(_HOLD, {"rid": self.run_id, "token": self.token,
+                                               "expires": utcnow() + self.lease})
+        if result.rowcount != 1:
+            raise self.stale()
+
+    async def check(self, db: Database) -> None:
+        """Outside a transaction (before an outbound call): raise StaleExecutor if the run was lost."""
+        async with db.session() as session:
+            row = (await session.execute(_CURRENT, {"rid": self.run_id})).first()
+        if row is None or row.fence != self.token or row.state != RUNNING:
+            raise self.stale()
+
+
+async def claim(db: Database, run_id: uuid.UUID, owner: str, lease: dt.timedelta = DEFAULT_LEASE,
+                *, force: bool = False) -> Fence | None:
+    """Take a `running` run whose lease is free or expired (any lease when `force`); None if not."""
+    now = utcnow()
+    statement = update(_runs).where(_runs.c.id == run_id, _runs.c.state == RUNNING)
+    if not force:
+        statement = statement.where(or_(_runs.c.lease_owner.is_(None), _runs.c.lease_expires_at < now))
+    # Lease bookkeeping is not a change a caller can see: `updated_at` stays as it is.
+    statement = statement.values(fence=_runs.c.fence + 1, lease_owner=owner, lease_expires_at=now + lease,
+                                 updated_at=_runs.c.updated_at).returning(_runs.c.fence)
+    async with db.transaction() as session:
+        token = (await session.execute(statement)).scalar()
+    return None if token is None else Fence(run_id, token, lease)
+
+
+async def renew(db: Database, fence: Fence) -> bool:
+    """Extend the lease; False when the run was lost (then stop renewing)."""
+    async with db.transaction() as session:
+        result = await session.execute(_HOLD, {"rid": fence.run_id, "token": fence.token,
+                                               "expires": utcnow() + fence.lease})
+    return result.rowcount == 1
+
+
+async def release(db: Database, fence: Fence) -> None:
+    """Give the lease back (a no-op when another executor holds the run by now)."""
+    async with db.transaction() as session:
+        await session.execute(
+            update(_runs).where(_runs.c.id == fence.run_id, _runs.c.fence == fence.token)
+            .values(lease_owner=None, lease_expires_at=None, updated_at=_runs.c.updated_at))
+
+
+class Executable(Protocol):
+    async def execute(self, run_id: uuid.UUID, fence: Fence) -> None: ...
+
+
+async def claim_and_execute(db: Database, engine: Executable, run_id: uuid.UUID, owner: str,
+                            lease: dt.timedelta = DEFAULT_LEASE, *, force: bool = False) -> bool:
+    """Claim the run, execute it while renewing the lease, release it; False if it was not claimable.
+
+    Used by every executor (in-process tasks, queue workers), so all hold runs the same way.
+    """
+    fence = await claim(db, run_id, owner, lease, force=force)
+    if fence is None:
+        return False
+    renewer = asyncio.create_task(_keep_renewed(db, fence), name=f"lease-{run_id}")
+    try:
+        await engine.execute(run_id, fence)
+    finally:
+        renewer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewer
+        try:
+            await release(db, fence)
+        except Exception:  # the lease then simply expires
+            log.exception("lease_release_failed", run_id=str(run_id))
+    return True
+
+
+async def _keep_renewed(db: Database, fence: Fence) -> None:
+    while True:
+        await asyncio.sleep(fence.lease.total_seconds() / 3)
+        try:
+            if not await renew(db, fence):
+                log.warning("run_lease_lost", run_id=str(fence.run_id), fence=fence.token)
+                return  # the engine finds out at its next write and stops
+        except Exception:
+            log.exception("lease_renew_failed", run_id=str(fence.run_id))

@@ -1,0 +1,210 @@
+"""The stored log of a run's events, which `GET /v1/loom/runs/{id}/events` streams and resumes.
+
+Every `run.updated`, `message.created` and `message.delta` of a run is a row of `run_events`
+with the run's next `seq` (1, 2, 3, ... per run): the SSE `id:`. A client that reconnects with
+`Last-Event-ID: n` gets the rows after `n` from the table, whether the run is still going or
+ended long ago, so nothing is lost between connections.
+
+- `run.updated` and `message.created` are written by `stage()` in the same transaction as the
+  change they describe (an outbox): an event is stored exactly when its change commits.
+- `message.delta` pieces stream outside any transaction (the model is still writing), so
+  `RunEventLog.append()` buffers them and one writer task per run stores them in batches
+  (group commit: the first piece is written at once, what arrives during a write goes in the
+  next). The engine waits for that writer before it records the turn, so a reply's deltas
+  always come before its `message.created`.
+
+`seq` is allocated as max + 1 while holding the run's row lock (PostgreSQL `FOR UPDATE`; every
+writer of a run's events holds it, SQLite has one writer anyway), so ids never collide.
+After a commit, `RunEventSignals.notify(run_id)` wakes this process's SSE streams of that run
+(handing them the stored deltas, so a live stream need not read them back); streams also
+poll, which is how they see events written by other processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sqlalchemy import func, insert, select
+
+from heddle.db.base import Database, utcnow
+from heddle.loom.effects import Effects
+from heddle.loom.models import Run, RunEvent
+from heddle.observability.logging import get_logger
+from heddle.webhooks import outbox as webhooks
+
+log = get_logger(__name__)
+
+STORED_EVENTS = ("run.updated", "message.created", "message.delta")
+WEBHOOK_STATES = ("closed", "failed", "awaiting_input", "awaiting_outcome")  # run.<state> webhooks
+_INSERT = insert(RunEvent.__table__)
+
+
+def event_run_id(name: str, data: dict[str, Any]) -> uuid.UUID | None:
+    """The run an event belongs to: a Run's own `id`, or a message's (or delta's) `run_id`."""
+    raw = data.get("id") if name == "run.updated" else data.get("run_id")
+    if not raw or name not in STORED_EVENTS:
+        return None
+    return raw if isinstance(raw, uuid.UUID) else uuid.UUID(str(raw))
+
+
+def runs_of(effects: Effects) -> set[uuid.UUID]:
+    return {run_id for _, name, data in effects.events if (run_id := event_run_id(name, data))}
+
+
+async def _lock_run(session, run_id: uuid.UUID) -> str | None:
+    """Take the run's row lock (a no-op on SQLite's single writer); returns its workspace."""
+    return await session.scalar(select(Run.workspace_id).where(Run.id == run_id).with_for_update())
+
+
+async def _insert(session, run_id: uuid.UUID, events: list[tuple[str, dict[str, Any]]]) -> int:
+    last = await session.scalar(select(func.coalesce(func.max(RunEvent.seq), 0)).where(RunEvent.run_id == run_id))
+    now = utcnow()
+    rows = [{"run_id": run_id, "seq": last + i, "event": name, "data": data, "created_at": now}
+            for i, (name, data) in enumerate(events, start=1)]
+    await session.execute(_INSERT, rows)
+    return last + len(rows)
+
+
+async def append_rows(session, run_id: uuid.UUID, events: Iterable[tuple[str, dict[str, Any]]]) -> int:
+    """Store `events` as the run's next rows; returns the seq of the last one (0 if none)."""
+    events = list(events)
+    if not events:
+        return 0
+    await _lock_run(session, run_id)
+    return await _insert(session, run_id, events)
+
+
+async def stage(session, effects: Effects) -> None:
+    """Store the run events collected in `effects` inside the caller's transaction, and the
+    webhook deliveries they cause (a run that entered closed, failed or a waiting state)."""
+    by_run: dict[uuid.UUID, list[tuple[str, dict[str, Any]]]] = {}
+    for _, name, data in effects.events:
+        run_id = event_run_id(name, data)
+        if run_id is not None:
+            by_run.setdefault(run_id, []).append((name, data))
+    for run_id, events in by_run.items():
+        workspace_id = await _lock_run(session, run_id)
+        if workspace_id is None:
+            continue
+        await _enqueue_webhooks(session, workspace_id, run_id, events)
+        await _insert(session, run_id, events)
+
+
+async def _enqueue_webhooks(session, workspace_id: str, run_id: uuid.UUID,
+                            events: list[tuple[str, dict[str, Any]]]) -> None:
+    """One delivery per state the run *entered* (a `run.updated` that repeats the state it was
+    already in, such as one of several outcomes posted, is not a new webhook)."""
+    updates = [data for name, data in events if name == "run.updated"]
+    if not any(data.get("state") in WEBHOOK_STATES for data in updates):
+        return
+    endpoint = await webhooks.endpoint_for(session, workspace_id)
+    if endpoint is None:
+        return
+    previous = await session.scalar(
+        select(RunEvent.data).where(RunEvent.run_id == run_id, RunEvent.event == "run.updated")
+        .order_by(RunEvent.seq.desc()).limit(1))
+    state = (previous or {}).get("state")
+    for data in updates:
+        if data.get("state") != state and data.get("state") in WEBHOOK_STATES:
+            webhooks.enqueue(session, workspace_id, f"run.{data['state']}", data)
+        state = data.get("state")
+
+
+async def read_after(session, run_id: uuid.UUID, after: int, limit: int = 500) -> list[RunEvent]:
+    return list(await session.scalars(
+        select(RunEvent).where(RunEvent.run_id == run_id, RunEvent.seq > after)
+        .order_by(RunEvent.seq).limit(limit)))
+
+
+class Waiter:
+    """One SSE stream's wake-up: `event` is set on news; `rows` holds freshly stored deltas
+    `(seq, event, data)` it can send without reading them back; `stale` asks for a read."""
+
+    __slots__ = ("event", "rows", "stale")
+    MAX_ROWS = 1000  # a stream that falls further behind reads from the table instead
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.rows: list[tuple[int, str, dict[str, Any]]] = []
+        self.stale = False
+
+
+class RunEventSignals:
+    """In-process wake-ups for the SSE streams of a run (one event loop)."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[uuid.UUID, set[Waiter]] = {}
+
+    def notify(self, run_id: uuid.UUID, rows: list[tuple[int, str, dict[str, Any]]] | None = None) -> None:
+        for waiter in self._waiters.get(run_id, ()):
+            if rows and len(waiter.rows) + len(rows) <= Waiter.MAX_ROWS:
+                waiter.rows.extend(rows)
+            else:
+                waiter.rows.clear()
+                waiter.stale = True
+            waiter.event.set()
+
+    def notify_for(self, effects: Effects) -> None:
+        for run_id in runs_of(effects):
+            self.notify(run_id)
+
+    def subscribe(self, run_id: uuid.UUID) -> Waiter:
+        waiter = Waiter()
+        self._waiters.setdefault(run_id, set()).add(waiter)
+        return waiter
+
+    def unsubscribe(self, run_id: uuid.UUID, waiter: Waiter) -> None:
+        waiters = self._waiters.get(run_id)
+        if waiters is not None:
+            waiters.discard(waiter)
+            if not waiters:
+                del self._waiters[run_id]
+
+
+class RunEventLog:
+    """Stores streamed deltas in batches, one writer task per run (see the module docstring)."""
+
+    def __init__(self, db: Database, signals: RunEventSignals | None = None):
+        self.db = db
+        self.signals = signals or RunEventSignals()
+        self.listeners: list[Callable[[], None]] = []  # told after every commit of run events
+        self._pending: dict[uuid.UUID, list[tuple[str, dict[str, Any]]]] = {}
+        self._writers: dict[uuid.UUID, asyncio.Task[None]] = {}
+        self.dropped = 0  # pieces lost to a failed write (the whole message still arrives)
+
+    def append(self, run_id: uuid.UUID, event: str, data: dict[str, Any]) -> None:
+        self._pending.setdefault(run_id, []).append((event, data))
+        if run_id not in self._writers:
+            self._writers[run_id] = asyncio.create_task(self._write(run_id), name=f"run-events-{run_id}")
+
+    async def _write(self, run_id: uuid.UUID) -> None:
+        try:
+            while batch := self._pending.pop(run_id, None):
+                try:
+                    async with self.db.transaction() as session:
+                        last = await append_rows(session, run_id, batch)
+                except Exception as exc:  # deltas are a preview; never fail the run for them
+                    self.dropped += len(batch)
+                    log.warning("run_events_write_failed", run_id=str(run_id), error=type(exc).__name__,
+                                detail=str(exc)[:200])
+                    continue
+                first = last - len(batch) + 1  # live streams send these without reading them back
+                self.signals.notify(run_id, [(first + i, name, data) for i, (name, data) in enumerate(batch)])
+        finally:
+            self._writers.pop(run_id, None)
+
+    def committed(self, effects: Effects) -> None:
+        """Call after the commit of a transaction that `stage()`d `effects`."""
+        if any(True for _ in runs_of(effects)):
+            self.signals.notify_for(effects)
+            for listener in self.listeners:
+                listener()
+
+    async def drain(self, run_id: uuid.UUID) -> None:
+        """Wait until every piece appended for this run so far is stored."""
+        writer = self._writers.get(run_id)
+        if writer is not None:
+            await asyncio.shield(writer)

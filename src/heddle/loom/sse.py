@@ -1,0 +1,119 @@
+"""Server-Sent Events of one run, read from its stored event log (`run_events.py`).
+
+The stream sends every stored event after the cursor, in `seq` order, as
+
+    id: <seq>
+    event: <run.updated | message.created | message.delta>
+    data: <the event's JSON, one line>
+
+then waits. It wakes when this process commits events of the run (`RunEventSignals`; the deltas it
+has just stored come with the wake-up and are sent without a read), and also every
+`poll_seconds`, which is how it sees events written by another process (a worker
+or another server behind the same load balancer). While nothing happens it sends a comment
+line (`: heartbeat`) every `heartbeat_seconds` so proxies and clients keep the connection.
+It ends right after the run's terminal `run.updated` (`closed` or `failed`).
+
+No database connection is held while waiting: each read is its own short session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sqlalchemy import select
+
+from heddle.db.base import Database
+from heddle.errors import HeddleError
+from heddle.loom.models import Run
+from heddle.loom.run_events import RunEventSignals, read_after
+from heddle.loom.states import TERMINAL
+
+MAX_EVENT_ID = 2**31 - 1
+BATCH = 500
+RETRY_MS = 1000  # how long a browser's EventSource waits before it reconnects
+
+
+def parse_event_id(raw: str | None, source: str, location: str) -> int:
+    """A `Last-Event-ID` (or `last_event_id`) value: the decimal seq of an event, 0 = from the start."""
+    if raw is None:
+        return 0
+    text = raw.strip()
+    if not text.isascii() or not text.isdigit() or len(text) > 10 or int(text) > MAX_EVENT_ID:
+        raise HeddleError("invalid_request", f"{source} must be the id of an event of this run "
+                          "(a whole number from 0).", details=[{"location": location, "field": source,
+                                                               "message": "not an event id", "type": "value_error"}])
+    return int(text)
+
+
+def frame(seq: int, event: str, data: dict[str, Any]) -> str:
+    payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return f"id: {seq}\nevent: {event}\ndata: {payload}\n\n"
+
+
+class RunEventStream:
+    def __init__(self, db: Database, signals: RunEventSignals, run_id: uuid.UUID, after: int, *,
+                 heartbeat_seconds: float, poll_seconds: float):
+        self.db = db
+        self.signals = signals
+        self.run_id = run_id
+        self.cursor = after
+        self.heartbeat_seconds = heartbeat_seconds
+        self.poll_seconds = poll_seconds
+
+    async def _read(self) -> tuple[str | None, list]:
+        async with self.db.session() as session:
+            # The state first: if it is terminal, its events committed before it was read, so
+            # the read that follows cannot miss them.
+            state = await session.scalar(select(Run.state).where(Run.id == self.run_id))
+            rows = await read_after(session, self.run_id, self.cursor, BATCH)
+        return state, rows
+
+    async def events(self) -> AsyncIterator[str]:
+        waiter = self.signals.subscribe(self.run_id)
+        try:
+            yield f"retry: {RETRY_MS}\n\n"
+            last_sent = time.monotonic()
+            need_read = True
+            while True:
+                waiter.event.clear()
+                inbox, waiter.rows = waiter.rows, []
+                need_read, waiter.stale = need_read or waiter.stale, False
+                fresh = [row for row in inbox if row[0] > self.cursor]
+                if fresh and all(seq == self.cursor + n for n, (seq, _, _) in enumerate(fresh, start=1)):
+                    for seq, name, data in fresh:  # this process's deltas, just stored: no read back
+                        yield frame(seq, name, data)
+                        self.cursor = seq
+                        if name == "run.updated" and data.get("terminal"):
+                            return
+                    last_sent = time.monotonic()
+                elif fresh:
+                    need_read = True  # a gap: something was stored in between
+                if need_read:
+                    need_read = False
+                    state, rows = await self._read()
+                    for row in rows:
+                        yield frame(row.seq, row.event, row.data)
+                        self.cursor = row.seq
+                        if row.event == "run.updated" and row.data.get("terminal"):
+                            return
+                    if rows:
+                        last_sent, need_read = time.monotonic(), True  # there may be more
+                        continue
+                    if state is None or state in TERMINAL:  # erased, or ended before events were stored
+                        return
+                quiet = time.monotonic() - last_sent
+                if quiet >= self.heartbeat_seconds:
+                    yield ": heartbeat\n\n"
+                    last_sent, quiet = time.monotonic(), 0.0
+                wait = max(0.0, min(self.poll_seconds, self.heartbeat_seconds - quiet))
+                try:
+                    await asyncio.wait_for(waiter.event.wait(), timeout=wait)
+                except TimeoutError:
+                    need_read = True  # poll: another process may have stored events
+        finally:
+            self.signals.unsubscribe(self.run_id, waiter)

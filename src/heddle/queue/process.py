@@ -1,0 +1,46 @@
+"""The `heddle worker` process: the container, the procrastinate worker and the health server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import uvicorn
+
+from heddle.config import Settings
+from heddle.container import build_container
+from heddle.observability.logging import get_logger
+from heddle.queue.health import health_app
+from heddle.queue.worker import RunWorker
+
+log = get_logger(__name__)
+
+
+class _HealthServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: procrastinate's handle SIGTERM/SIGINT and this
+    server stops once the worker has shut down gracefully."""
+
+    def capture_signals(self):
+        return contextlib.nullcontext()
+
+
+async def run_worker_process(settings: Settings, *, concurrency: int, health_port: int | None,
+                             shutdown_grace: float, heartbeat_seconds: float, stalled_seconds: float) -> None:
+    container = await build_container(settings, role="worker")
+    health: _HealthServer | None = None
+    health_task: asyncio.Task | None = None
+    try:
+        worker = RunWorker(container, concurrency=concurrency, shutdown_grace=shutdown_grace,
+                           heartbeat_seconds=heartbeat_seconds, stalled_seconds=stalled_seconds)
+        if health_port is not None:
+            health = _HealthServer(uvicorn.Config(health_app(worker), host=settings.host, port=health_port,
+                                                  log_level="warning", access_log=False, lifespan="off"))
+            health_task = asyncio.create_task(health.serve(), name="worker-health")
+        log.info("worker_started", owner=worker.owner, concurrency=concurrency, health_port=health_port)
+        await worker.run()
+        log.info("worker_stopped", owner=worker.owner)
+    finally:
+        if health is not None and health_task is not None:
+            health.should_exit = True
+            await asyncio.gather(health_task, return_exceptions=True)
+        await container.aclose()

@@ -1,0 +1,1 @@
+"""Per-key and per-subject rate limits (the `limits` library; see limiter.py)."""

@@ -1,0 +1,257 @@
+"""Thread events across processes: PostgreSQL LISTEN/NOTIFY or Redis pub/sub.
+
+With `HEDDLE_EVENT_BUS=postgres|redis`, every process publishes its events to the bus (never
+straight to its own hub), and every process that serves the built-in realtime server relays
+what the bus delivers into its hub. So an API process's sockets see the events a worker
+published, and each process sees its own events through the same ordered path.
+
+Order per thread: a publisher awaits each send before the next (one run executes a thread at a
+time, and it publishes in order), PostgreSQL delivers notifications in commit order and Redis
+delivers one client's messages in order; the relay hands them to the hub one at a time.
+
+Events are at most once: a relay whose connection drops reconnects with back-off, and events
+sent meanwhile are lost to its sockets (clients fall back to reading the run, as with any
+realtime hiccup). Nothing here is a queue; the bus libraries do the delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from heddle.observability.logging import get_logger
+from heddle.realtime import protocol
+from heddle.realtime.hub import RealtimeHub
+
+log = get_logger(__name__)
+
+Handler = Callable[[str], Awaitable[None]]
+
+# PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; larger events go in parts sent in
+# one transaction (delivered together and in order) and are joined by the listener.
+PG_PART_BYTES = 7000
+RECONNECT_DELAYS = (0.1, 0.5, 1.0, 2.0, 5.0)
+
+
+class EventBus(Protocol):
+    async def send(self, message: str) -> None: ...
+
+    async def listen(self, handler: Handler, ready: asyncio.Event) -> None:
+        """Deliver every message to `handler` in order, reconnecting forever; set `ready` once
+        subscribed. Returns only when cancelled."""
+
+    async def aclose(self) -> None: ...
+
+
+def encode_event(channel: str, event: str, data: dict[str, Any]) -> str:
+    # ASCII-only JSON (as the hub sends it), so characters == bytes for the part size.
+    return json.dumps({"c": channel, "e": event, "d": json.loads(protocol.encode_data(data))},
+                      separators=(",", ":"))
+
+
+def decode_event(message: str) -> tuple[str, str, dict[str, Any]]:
+    doc = json.loads(message)
+    if not isinstance(doc, dict) or not isinstance(doc.get("d"), dict):
+        raise ValueError("not an event")
+    return str(doc["c"]), str(doc["e"]), doc["d"]
+
+
+async def _backoff(attempt: int) -> None:
+    await asyncio.sleep(RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)])
+
+
+class PostgresBus:
+    """LISTEN/NOTIFY on the deployment's own database, through asyncpg."""
+
+    def __init__(self, dsn: str, channel: str):
+        self.dsn = dsn
+        self.channel = channel
+        self._pool = None
+        self._pool_lock = asyncio.Lock()
+
+    async def _get_pool(self):
+        import asyncpg
+
+        async with self._pool_lock:
+            if self._pool is None:
+                self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=4)
+            return self._pool
+
+    async def send(self, message: str) -> None:
+        pool = await self._get_pool()
+        if len(message) < PG_PART_BYTES:
+            await pool.execute("SELECT pg_notify($1, $2)", self.channel, message)
+            return
+        parts = [message[i:i + PG_PART_BYTES] for i in range(0, len(message), PG_PART_BYTES)]
+        tag = secrets.token_hex(6)
+        async with pool.acquire() as conn, conn.transaction():
+            for i, part in enumerate(parts):
+                await conn.execute("SELECT pg_notify($1, $2)", self.channel, f"~{tag}:{i}:{len(parts)}:{part}")
+
+    async def listen(self, handler: Handler, ready: asyncio.Event) -> None:
+        import asyncpg
+
+        queue: asyncio.Queue[str] = asyncio.Queue()
+        partial: dict[str, list[str]] = {}
+
+        def on_notify(_conn, _pid, _channel, payload: str) -> None:
+            if not payload.startswith("~"):
+                queue.put_nowait(payload)
+                return
+            tag, i, n, part = payload[1:].split(":", 3)
+            parts = partial.setdefault(tag, [])
+            if int(i) != len(parts):  # a part went missing (cannot happen in one transaction)
+                partial.pop(tag, None)
+                return
+            parts.append(part)
+            if len(parts) == int(n):
+                queue.put_nowait("".join(partial.pop(tag)))
+
+        async def consume() -> None:
+            while True:
+                await handler(await queue.get())
+
+        consumer = asyncio.create_task(consume(), name="event-bus-postgres-consumer")
+        attempt = 0
+        try:
+            while True:
+                conn = None
+                try:
+                    conn = await asyncpg.connect(self.dsn)
+                    await conn.add_listener(self.channel, on_notify)
+                    attempt = 0
+                    ready.set()
+                    while not conn.is_closed():  # a cheap query notices a dead connection
+                        await asyncio.sleep(2)
+                        await asyncio.wait_for(conn.execute("SELECT 1"), 5)
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+                    log.warning("event_bus_reconnect", bus="postgres", error=type(exc).__name__)
+                finally:
+                    if conn is not None and not conn.is_closed():
+                        conn.terminate()
+                partial.clear()
+                await _backoff(attempt)
+                attempt += 1
+        finally:
+            consumer.cancel()
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+
+
+class RedisBus:
+    """Redis pub/sub through the `redis` library's asyncio client."""
+
+    def __init__(self, url: str, channel: str):
+        import redis.asyncio as redis
+
+        self.url = url
+        self.channel = channel
+        self._client = redis.Redis.from_url(url)
+
+    async def send(self, message: str) -> None:
+        await self._client.publish(self.channel, message)
+
+    async def listen(self, handler: Handler, ready: asyncio.Event) -> None:
+        import redis.asyncio as redis
+        from redis.exceptions import RedisError
+
+        attempt = 0
+        while True:
+            client = redis.Redis.from_url(self.url)
+            pubsub = client.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self.channel)
+                attempt = 0
+                ready.set()
+                async for item in pubsub.listen():
+                    if item.get("type") == "message":
+                        data = item["data"]
+                        await handler(data.decode() if isinstance(data, bytes) else data)
+            except (OSError, RedisError) as exc:
+                log.warning("event_bus_reconnect", bus="redis", error=type(exc).__name__)
+            finally:
+                await pubsub.aclose()
+                await client.aclose()
+            await _backoff(attempt)
+            attempt += 1
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+class BusPublisher:
+    """The EventPublisher of a process on a shared bus. Never raises: the events describe
+    committed changes, so a failed send is logged and counted, as the other publishers do."""
+
+    def __init__(self, bus: EventBus):
+        self.bus = bus
+        self.sent = 0
+        self.failed = 0
+
+    async def publish(self, channel: str, event: str, data: dict[str, Any]) -> None:
+        try:
+            await self.bus.send(encode_event(channel, event, data))
+            self.sent += 1
+        except Exception as exc:
+            self.failed += 1
+            log.warning("realtime_publish_failed", channel=channel, event_name=event, error=type(exc).__name__,
+                        detail=str(exc)[:200])
+
+    async def aclose(self) -> None:
+        await self.bus.aclose()
+
+
+class BusRelay:
+    """Feeds what the bus delivers into this process's hub, in order."""
+
+    def __init__(self, bus: EventBus, hub: RealtimeHub, *, ready_timeout: float = 10.0):
+        self.bus = bus
+        self.hub = hub
+        self.ready_timeout = ready_timeout
+        self.relayed = 0
+        self._task: asyncio.Task | None = None
+
+    async def _deliver(self, message: str) -> None:
+        try:
+            channel, event, data = decode_event(message)
+            await self.hub.publish(channel, event, data)
+            self.relayed += 1
+        except Exception as exc:  # one bad message must not stop the relay
+            log.warning("event_bus_message_dropped", error=type(exc).__name__, detail=str(exc)[:200])
+
+    async def start(self) -> None:
+        """Subscribe before returning, so no event published after start-up is missed."""
+        ready = asyncio.Event()
+        self._task = asyncio.create_task(self.bus.listen(self._deliver, ready), name="event-bus-relay")
+        try:
+            await asyncio.wait_for(ready.wait(), self.ready_timeout)
+        except TimeoutError:
+            await self.aclose()
+            raise RuntimeError(f"the event bus did not accept a subscription in {self.ready_timeout:g} s; "
+                               "is it reachable (HEDDLE_EVENT_BUS, HEDDLE_REDIS_URL)?") from None
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+
+def postgres_dsn(database_url: str) -> str:
+    """The asyncpg DSN of a SQLAlchemy `postgresql+asyncpg://` URL."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def build_bus(kind: str, *, database_url: str, redis_url: str, channel: str) -> EventBus:
+    if kind == "postgres":
+        return PostgresBus(postgres_dsn(database_url), channel)
+    if kind == "redis":
+        return RedisBus(redis_url, channel)
+    raise ValueError(f"no shared event bus {kind!r}; expected postgres or redis")

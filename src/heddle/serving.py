@@ -1,0 +1,33 @@
+"""How `heddle serve` runs the app under uvicorn: one place, so tests serve it the same way.
+
+The HTTP parser is h11 with a cap on an incomplete request head: uvicorn's faster httptools
+parser has no header size limit at all (a 16 MB header line was read and served). Heads up to
+the cap reach the app, whose middleware answers 431 `headers_too_large` past
+`HEDDLE_MAX_HEADER_BYTES` (16 KiB); beyond the cap h11 stops reading and uvicorn answers a
+plain 400 and closes the connection, so no header is ever buffered without bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from heddle.config import Settings
+
+# The protocol-level ceiling: comfortably above the app's own limit, so that ordinary
+# oversized heads get the envelope (431) and only absurd ones are cut off by the parser.
+PARSER_HEAD_FACTOR = 4
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    return {
+        "host": settings.host,
+        "port": settings.port,
+        "http": "h11",
+        "h11_max_incomplete_event_size": settings.max_header_bytes * PARSER_HEAD_FACTOR,
+        # 64 KiB WebSocket frames at most: the Pusher protocol's own limit is 10 KiB per message.
+        "ws": "websockets-sansio",
+        "ws_max_size": 64 * 1024,
+        "log_level": settings.log_level.lower(),
+        "access_log": False,  # heddle's middleware writes one line per request itself
+        "lifespan": "on",
+    }

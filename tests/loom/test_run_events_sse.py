@@ -1,0 +1,187 @@
+"""GET /v1/loom/runs/{id}/events: Server-Sent Events of a run, resumable with Last-Event-ID.
+
+Against the real server (SQLite and PostgreSQL), with the scripted model and with an
+OpenAI-compatible fake that streams its reply slowly over real SSE.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from direct.direct_testkit import make_signing_key, sign
+from support.loom import SCRIPTED_AGENT, open_thread, post, wait_run
+from support.net import free_port
+from support.sse import collect, parse
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "providers"))
+
+import llmfake_openai  # noqa: E402
+from llmfake_http import Reply, Script, ServerThread  # noqa: E402
+
+REPLY = " ".join(f"word{n}" for n in range(24)) + "."
+FAKE_KEY = "sk-fake-sse"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fake_model(request):
+    """An OpenAI-compatible fake that streams; the module's servers get it as class `slow`."""
+    script = Script()
+    fake = ServerThread(llmfake_openai.create_app(script, FAKE_KEY), free_port())
+    fake.start()
+    request.module.SERVER_SETTINGS = {
+        "sse_heartbeat_seconds": 0.2, "sse_poll_seconds": 0.5,
+        "model_classes": json.dumps({"slow": {
+            "provider": "openai", "model": "gpt-fake", "base_url": f"{fake.url}/v1", "api_key": FAKE_KEY,
+            "input_price_per_1k": 1.0, "output_price_per_1k": 2.0, "max_retries": 0}})}
+    yield script
+    fake.stop()
+
+
+def events_path(run_id: str) -> str:
+    return f"/v1/loom/runs/{run_id}/events"
+
+
+def finished_run(http, tenant, content="hello"):
+    agent = tenant.add_agent(SCRIPTED_AGENT)
+    h = tenant.headers("web:sse")
+    run_id = post(http, h, open_thread(http, h, agent), content)["run_id"]
+    wait_run(http, h, run_id, states=("closed", "failed"))
+    return h, run_id
+
+
+def check_story(events, run_id):
+    """Ids 1..N in order; the reply's deltas add up to the message; the last event is terminal."""
+    assert [e["id"] for e in events] == [str(n) for n in range(1, len(events) + 1)]
+    replies = [e["data"] for e in events if e["event"] == "message.created" and e["data"]["role"] == "assistant"]
+    deltas = [e["data"] for e in events if e["event"] == "message.delta"]
+    assert deltas and len(replies) == 1
+    assert {(d["run_id"], d["message_id"]) for d in deltas} == {(run_id, replies[0]["id"])}
+    assert [d["seq"] for d in deltas] == list(range(len(deltas)))
+    assert "".join(d["delta"] for d in deltas) == replies[0]["content"]
+    assert events[-1]["event"] == "run.updated" and events[-1]["data"]["terminal"] is True
+    return replies[0]
+
+
+def test_a_finished_run_is_replayed_and_the_stream_ends(http, tenant):
+    h, run_id = finished_run(http, tenant)
+    events, ended = collect(http, events_path(run_id), h)
+    assert ended
+    assert [e["event"] for e in events[:2]] == ["message.created", "run.updated"]
+    assert events[0]["data"]["role"] == "user" and events[1]["data"]["state"] == "running"
+    reply = check_story(events, run_id)
+    assert events[-1]["data"]["state"] == "closed" and events[-1]["data"]["latest_message"] == reply
+
+
+def test_resuming_after_any_event_gives_exactly_the_rest(http, tenant):
+    h, run_id = finished_run(http, tenant)
+    full, _ = collect(http, events_path(run_id), h)
+    for cut in (1, 2, 5, len(full) - 1):
+        rest, ended = collect(http, events_path(run_id), {**h, "Last-Event-ID": str(cut)})
+        assert ended and rest == full[cut:]
+    rest, ended = collect(http, events_path(run_id) + "?last_event_id=3", h)
+    assert ended and rest == full[3:]
+    # After the terminal event there is nothing more: the stream ends at once.
+    assert collect(http, events_path(run_id), {**h, "Last-Event-ID": full[-1]["id"]}) == ([], True)
+
+
+def test_a_live_reply_resumed_mid_stream_loses_nothing(server, http, tenant, fake_model):
+    fake_model.push(Reply(text=REPLY, chunk_delay=0.04))
+    agent = tenant.add_agent({"name": "slow", "model_class": "slow", "instructions": "Be slow.", "tools": []},
+                             classes=("slow",))
+    h = tenant.headers("web:live-sse")
+    run_id = post(http, h, open_thread(http, h, agent), "tell me something")["run_id"]
+    first, ended = collect(http, events_path(run_id), h, limit=6)  # then the connection drops
+    assert not ended and first[-1]["event"] == "message.delta"  # the model is still writing
+    time.sleep(0.3)  # more pieces are written while nobody listens
+    rest, ended = collect(http, events_path(run_id), {**h, "Last-Event-ID": first[-1]["id"]})
+    assert ended
+    events = first + rest
+    reply = check_story(events, run_id)
+    assert reply["content"] == REPLY and len([e for e in events if e["event"] == "message.delta"]) == 24
+    # The stored turn carries the exact usage the fake reported, and the run was charged for it.
+    trace = http.get(f"/v1/loom/runs/{run_id}/trace", headers=h).json()["data"]
+    (turn,) = trace["turns"]
+    assert (turn["input_tokens"], turn["output_tokens"]) == (5, 24)  # "Be slow." + "tell me something"; 24 words
+    assert trace["cost_credits"] == pytest.approx((5 * 1.0 + 24 * 2.0) / 1000)
+
+
+def test_the_stream_waits_through_awaiting_input_without_holding_a_connection(server, http, tenant):
+    agent = tenant.add_agent(SCRIPTED_AGENT)
+    h = tenant.headers("web:waiting")
+    thread = open_thread(http, h, agent)
+    run_id = post(http, h, thread, "ask: What is your name?")["run_id"]
+    assert wait_run(http, h, run_id)["state"] == "awaiting_input"
+    seen: list[dict] = []
+    done = threading.Event()
+
+    def listen():
+        with httpx.Client(base_url=server.base_url, timeout=20) as client, \
+                client.stream("GET", events_path(run_id), headers=h) as response:
+            for item in parse(response.iter_lines()):
+                seen.append(item)
+        done.set()
+
+    threading.Thread(target=listen, daemon=True).start()
+    deadline = time.monotonic() + 10
+    while sum("comment" in s for s in seen) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sum("comment" in s for s in seen) >= 3  # heartbeats while the run waits
+    pool = server.services.database().engine.pool
+    samples = []
+    for _ in range(10):
+        samples.append(pool.checkedout())
+        time.sleep(0.03)
+    assert sorted(samples)[5] == 0, samples  # the idle stream holds no database connection
+    post(http, h, thread, "Ada")
+    assert done.wait(10), "the stream did not end after the run closed"
+    events = [s for s in seen if "comment" not in s]
+    states = [e["data"]["state"] for e in events if e["event"] == "run.updated"]
+    assert states == ["running", "awaiting_input", "running", "closed"]
+    assert [e["id"] for e in events] == [str(n) for n in range(1, len(events) + 1)]
+    assert events[-2]["data"]["content"] == "You said: Ada"
+
+
+def test_a_failed_run_ends_the_stream(http, tenant):
+    h, run_id = finished_run(http, tenant, "fail: the provider is down")
+    events, ended = collect(http, events_path(run_id), h)
+    assert ended and events[-1]["data"]["state"] == "failed"
+    assert events[-1]["data"]["error"]["code"] == "model_error"
+    assert not any(e["event"] == "message.delta" for e in events)
+
+
+def test_access_is_that_of_the_run(server, http, tenant):
+    from support.tenants import make_tenant
+
+    h, run_id = finished_run(http, tenant)
+    path = events_path(run_id)
+    assert http.get(path).json()["error"]["code"] == "unauthorized"
+    other_subject = http.get(path, headers=tenant.headers("web:mallory"))
+    assert other_subject.status_code == 404 and other_subject.json()["error"]["code"] == "not_found"
+    workspace_wide, ended = collect(http, path, tenant.headers(None))  # relay without a subject
+    assert ended and workspace_wide[-1]["data"]["id"] == run_id
+    stranger = make_tenant(server)
+    assert http.get(path, headers=stranger.headers(None)).status_code == 404
+    assert http.get(events_path("not-a-uuid"), headers=h).status_code == 404
+    assert http.get(events_path("00000000-0000-4000-8000-000000000000"), headers=h).status_code == 404
+    for bad in ("x", "-1", "1.5", "99999999999"):
+        r = http.get(path, headers={**h, "Last-Event-ID": bad})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", bad
+    assert http.get(path + "?last_event_id=abc", headers=h).status_code == 400
+    browser = http.get(path, headers={**h, "Origin": "https://evil.example"})
+    assert browser.json()["error"]["code"] == "secret_key_in_browser"
+    # Direct mode: the subject's session token reads its own run's events.
+    key = make_signing_key("ES256", "sse-key")
+    tenant.update(jwks_json={"keys": [key.jwk]})
+    now = int(time.time())
+    token = sign(key, {"iss": tenant.key_id, "sub": "web:sse", "aud": ["service"], "iat": now, "exp": now + 120})
+    events, ended = collect(http, path, {"Authorization": f"Bearer {token}"})
+    assert ended and events[-1]["data"]["id"] == run_id
+    token = sign(key, {"iss": tenant.key_id, "sub": "web:eve", "aud": ["service"], "iat": now, "exp": now + 120})
+    assert http.get(path, headers={"Authorization": f"Bearer {token}"}).status_code == 404

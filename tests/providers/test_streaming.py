@@ -1,0 +1,166 @@
+"""Streaming replies: the SDK adapters against fake servers that speak the real SSE formats,
+and the scripted model word by word. The pieces add up to the text; tokens stay exact."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from llmfake_http import Failure, Reply
+
+from heddle.loom.providers.anthropic_provider import AnthropicProvider
+from heddle.loom.providers.base import ChatMessage, ModelProviderError, ToolSpec
+from heddle.loom.providers.openai_compat import OpenAICompatProvider
+from heddle.loom.providers.registry import cost_micro, default_scripted_class
+from heddle.loom.providers.scripted import HELP_TEXT, ScriptedProvider
+
+LOOKUP = ToolSpec("lookup_balance", "Look up an account balance",
+                  {"type": "object", "properties": {"account": {"type": "string"}}})
+LONG = "Your balance is 42 euros and  your last payment\nwent to ACME Ltd on Monday."
+
+
+class Collector:
+    """A StreamSink that records what a provider streamed, attempt by attempt."""
+
+    def __init__(self):
+        self.attempts: list[list[str]] = [[]]
+
+    async def delta(self, text: str) -> None:
+        self.attempts[-1].append(text)
+
+    def restart(self) -> None:
+        self.attempts.append([])
+
+    @property
+    def pieces(self) -> list[str]:
+        return self.attempts[-1]
+
+
+@pytest.fixture
+async def openai_provider(openai_class):
+    provider = OpenAICompatProvider(openai_class)
+    yield provider
+    await provider.aclose()
+
+
+@pytest.fixture
+async def anthropic_provider(anthropic_class):
+    provider = AnthropicProvider(anthropic_class)
+    yield provider
+    await provider.aclose()
+
+
+async def test_openai_streams_pieces_that_add_up_with_exact_usage(openai_provider, openai_class, openai_api):
+    messages = [ChatMessage("system", "Be brief."), ChatMessage("user", "balance please")]
+    openai_api.script.push(Reply(text=LONG), Reply(text=LONG))
+    sink = Collector()
+    streamed = await openai_provider.complete(openai_class, messages, [], sink)
+    whole = await openai_provider.complete(openai_class, messages, [])  # the same reply, not streamed
+    assert len(sink.pieces) == len(LONG.split()) and "".join(sink.pieces) == LONG == streamed.text
+    assert (streamed.input_tokens, streamed.output_tokens) == (whole.input_tokens, whole.output_tokens) == (4, len(LONG.split()))
+    assert cost_micro(openai_class, streamed.input_tokens, streamed.output_tokens) == cost_micro(
+        openai_class, whole.input_tokens, whole.output_tokens)
+    assert "heddle_usage_estimated" not in streamed.response and streamed.response["heddle_streamed"] is True
+    assert streamed.stop_reason == "stop" and streamed.response["choices"][0]["message"]["content"] == LONG
+    sent = openai_api.script.requests[0].body
+    assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+    assert "stream" not in openai_api.script.requests[1].body
+
+
+async def test_openai_streamed_tool_calls_are_accumulated(openai_provider, openai_class, openai_api):
+    args = {"account": "acc_1", "note": "a longer argument so it arrives in several pieces"}
+    openai_api.script.push(Reply(tool_calls=(("lookup_balance", args), ("lookup_balance", {"account": "b"}))))
+    sink = Collector()
+    response = await openai_provider.complete(openai_class, [ChatMessage("user", "hi")], [LOOKUP], sink)
+    assert sink.pieces == [] and response.text is None and response.stop_reason == "tool_calls"
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [
+        ("lookup_balance", args), ("lookup_balance", {"account": "b"})]
+    assert response.tool_calls[0].id.startswith("call_fake") and response.tool_calls[0].id.endswith("_0")
+    assert response.output_tokens > 0 and "heddle_usage_estimated" not in response.response
+
+
+async def test_openai_stream_broken_midway_is_retried_from_scratch(openai_provider, openai_class, openai_api):
+    openai_api.script.push(Reply(text=LONG, break_after=4), Reply(text=LONG))
+    sink = Collector()
+    response = await openai_provider.complete(openai_class, [ChatMessage("user", "hi")], [], sink)
+    assert len(sink.attempts) == 2 and 0 < len(sink.attempts[0]) < len(LONG.split())
+    assert "".join(sink.pieces) == LONG == response.text
+    (failure,) = response.response["heddle_retries"]  # the SDK's connection error, or ours
+    assert failure["error"].startswith(("connection failed", "the stream broke off"))
+
+
+async def test_openai_stream_refused_then_served(openai_provider, openai_class, openai_api):
+    openai_api.script.push(Failure(503), Reply(text="fine now"))
+    sink = Collector()
+    response = await openai_provider.complete(openai_class, [ChatMessage("user", "hi")], [], sink)
+    assert response.text == "fine now" and "".join(sink.pieces) == "fine now"
+    assert response.response["heddle_retries"][0]["status"] == 503
+
+
+async def test_openai_stream_failure_is_a_model_error(openai_provider, openai_class, openai_api):
+    openai_api.script.push(Failure(400, "bad request"))
+    with pytest.raises(ModelProviderError, match="HTTP 400"):
+        await openai_provider.complete(openai_class, [ChatMessage("user", "hi")], [], Collector())
+
+
+async def test_openai_usage_missing_from_stream_is_estimated(openai_provider, openai_class, openai_api):
+    openai_api.script.push(Reply(text="three little words", omit_usage=True))
+    response = await openai_provider.complete(openai_class, [ChatMessage("user", "hi there")], [], Collector())
+    assert response.output_tokens == 3 and response.response["heddle_usage_estimated"] is True
+
+
+async def test_openai_class_option_turns_streaming_off(openai_class, openai_api):
+    quiet = replace(openai_class, options={**openai_class.options, "stream": False})
+    provider = OpenAICompatProvider(quiet)
+    try:
+        sink = Collector()
+        response = await provider.complete(quiet, [ChatMessage("user", "hello")], [], sink)
+    finally:
+        await provider.aclose()
+    assert response.text == "echo: hello" and sink.pieces == []
+    assert "stream" not in openai_api.script.requests[0].body
+
+
+async def test_anthropic_streams_pieces_with_exact_usage(anthropic_provider, anthropic_class, anthropic_api):
+    messages = [ChatMessage("system", "Be brief."), ChatMessage("user", "balance please")]
+    anthropic_api.script.push(Reply(text=LONG), Reply(text=LONG))
+    sink = Collector()
+    streamed = await anthropic_provider.complete(anthropic_class, messages, [], sink)
+    whole = await anthropic_provider.complete(anthropic_class, messages, [])
+    assert "".join(sink.pieces) == LONG == streamed.text and len(sink.pieces) == len(LONG.split())
+    assert (streamed.input_tokens, streamed.output_tokens) == (whole.input_tokens, whole.output_tokens) == (4, len(LONG.split()))
+    assert streamed.stop_reason == "end_turn" and "heddle_usage_estimated" not in streamed.response
+    assert anthropic_api.script.requests[0].body["stream"] is True
+
+
+async def test_anthropic_streamed_tool_use(anthropic_provider, anthropic_class, anthropic_api):
+    args = {"account": "acc_1", "note": "long enough to come in several json pieces"}
+    anthropic_api.script.push(Reply(text="Let me look.", tool_calls=(("lookup_balance", args),)))
+    sink = Collector()
+    response = await anthropic_provider.complete(anthropic_class, [ChatMessage("user", "hi")], [LOOKUP], sink)
+    assert "".join(sink.pieces) == "Let me look." == response.text
+    (call,) = response.tool_calls
+    assert call.id.startswith("toolu_fake") and (call.name, call.arguments) == ("lookup_balance", args)
+    assert response.stop_reason == "tool_use" and response.output_tokens == 3 + len(args) + 1  # as the fake counts
+
+
+async def test_anthropic_overloaded_then_streamed(anthropic_provider, anthropic_class, anthropic_api):
+    anthropic_api.script.push(Failure(529), Reply(text="served"))
+    sink = Collector()
+    response = await anthropic_provider.complete(anthropic_class, [ChatMessage("user", "hi")], [], sink)
+    assert response.text == "served" == "".join(sink.pieces)
+    assert response.response["heddle_retries"][0]["status"] == 529
+
+
+async def test_anthropic_stream_broken_midway_is_retried(anthropic_provider, anthropic_class, anthropic_api):
+    anthropic_api.script.push(Reply(text=LONG, break_after=6), Reply(text=LONG))
+    sink = Collector()
+    response = await anthropic_provider.complete(anthropic_class, [ChatMessage("user", "hi")], [], sink)
+    assert len(sink.attempts) == 2 and "".join(sink.pieces) == LONG == response.text
+
+
+async def test_scripted_streams_word_by_word():
+    sink = Collector()
+    response = await ScriptedProvider().complete(default_scripted_class(), [ChatMessage("user", "hi")], [], sink)
+    assert response.text == HELP_TEXT == "".join(sink.pieces)
+    assert len(sink.pieces) == len(HELP_TEXT.split()) == response.output_tokens
