@@ -102,6 +102,7 @@ def test_wait_times_out_with_the_last_run(server, tenant):
     agent = tenant.add_agent({"name": "asker", "model_class": "scripted", "instructions": "", "tools": []})
     with Heddle(server.base_url, api_key=tenant.secret, subject="web:py-timeout") as client:
         sent = client.loom.send(agent, "ask: Still there?")
+        assert sent.wait().state == "awaiting_input"
         with pytest.raises(RunWaitTimeout) as late:
             sent.wait(until=("closed",), timeout=0.5)
         assert late.value.run.state == "awaiting_input"

@@ -61,6 +61,7 @@ test("errors carry code, message and status, by family", { skip }, async () => {
   const wrong = new Heddle({ baseUrl: env.baseUrl, apiKey: "sk_live_" + "x".repeat(43) });
   await assert.rejects(wrong.workspace(), (err) => err instanceof AuthenticationError && err.status === 401);
   const asked = await client.loom.send({ agent: env.agent, content: "ask: Still there?" });
+  assert.equal((await asked.wait()).state, "awaiting_input");
   await assert.rejects(asked.wait({ until: ["closed"], timeoutMs: 400 }), (err) =>
     err instanceof RunWaitTimeout && err.run.state === "awaiting_input");
 });

@@ -61,7 +61,8 @@ def install_openapi(app: FastAPI) -> None:
             return app.openapi_schema
         schema = get_openapi(
             title=app.title, version=app.version, routes=app.routes, tags=TAGS,
-            description=app.description + "\n\n## Error codes\n\n" + error_table_markdown(),
+            # `<channel>` would be read as an HTML tag by the doc viewers
+            description=app.description + "\n\n## Error codes\n\n" + error_table_markdown().replace("<", "&lt;"),
             license_info={"name": "Apache-2.0", "identifier": "Apache-2.0"},
         )
         schema["info"]["x-error-codes"] = [
