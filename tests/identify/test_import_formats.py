@@ -17,7 +17,7 @@ from heddle.db.base import Database
 from heddle.identify.cli import app
 from heddle.identify.directory import Directory
 from heddle.identify.names import NameResolverRegistry
-from heddle.identify.schemas import IdentifyRequest
+from heddle.identify.schemas import IdentifyRequest, IdentifyResult
 from heddle.identify.service import IdentifyService
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -56,6 +56,8 @@ async def test_fedach_fixed_width_with_fedglobal_rows(db_url, lookup_in):
     # FedGlobal: a foreign institution whose country the directory does not give.
     assert "country" not in nova_scotia and "FedGlobal" in nova_scotia["detail"]
     assert nova_scotia["reachable_rails"] == ["ach"]
+    # The response's read model takes it (no address country to claim).
+    assert IdentifyResult.model_validate(nova_scotia).institution.name == "THE BANK OF NOVA SCOTIA"
     webster = await lookup_in(identifier="011104050")
     assert webster["institution"]["address"] == {"city": "NEW BRITAIN", "country": "US"}
 

@@ -209,7 +209,8 @@ def format_timestamp(value: dt.datetime) -> str:
 
 class InstitutionAddress(ReadModel):
     city: str | None = None
-    country: str = Field(description="ISO 3166-1 alpha-2.")
+    # Unknown for a few directory rows (a FedACH FedGlobal participant abroad), then omitted.
+    country: str | None = Field(None, description="ISO 3166-1 alpha-2, when known.")
 
 
 class IdentifiedInstitution(ReadModel):
@@ -217,7 +218,7 @@ class IdentifiedInstitution(ReadModel):
     type: str = Field(examples=["bank"])
     code: str = Field(description="The institution's code on this rail.")
     bic: str | None = None
-    address: InstitutionAddress
+    address: InstitutionAddress | None = Field(None, description="Omitted when nothing is known.")
 
 
 class AccountHolder(ReadModel):
