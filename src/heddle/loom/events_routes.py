@@ -6,9 +6,8 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from heddle.api.deps import loom_session, services
-from heddle.api.envelope import error_responses
+from heddle.api.operations import LOOM, UUIDPath, operation
 from heddle.loom import queries as q
-from heddle.loom.routes import AUTH_ERRORS
 from heddle.loom.sse import RunEventStream, parse_event_id
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
@@ -16,13 +15,13 @@ router = APIRouter(prefix="/v1/loom", tags=["loom"])
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-@router.get("/runs/{run_id}/events", response_class=StreamingResponse,
+@router.get("/runs/{run_id}/events",
             summary="The run's events as Server-Sent Events, resumable with Last-Event-ID",
-            responses={200: {"content": {"text/event-stream": {}},
-                             "description": "`run.updated`, `message.created` and `message.delta` events, "
-                                            "each with `id:`; the stream ends after the terminal event"},
-                       **error_responses(*AUTH_ERRORS, "not_found")})
-async def run_events(run_id: str, request: Request,
+            **operation(None, auth=LOOM, headers=("Service-Subject",), errors=("not_found",),
+                        event_stream=("`run.updated` (data: Run), `message.created` (data: Message) and "
+                                      "`message.delta` events, each with `id:`; the stream ends after the "
+                                      "run's terminal event")))
+async def run_events(run_id: UUIDPath, request: Request,
                      last_event_id_header: str | None = Header(None, alias="Last-Event-ID", max_length=20),
                      last_event_id: str | None = Query(None, max_length=20,
                                                        description="For clients that cannot set the header"),

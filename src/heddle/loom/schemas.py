@@ -43,7 +43,7 @@ class PostApproval(BaseModel):
 # The dicts built in heddle.loom.serializers are validated against these classes on the way out
 # (response_model on the routes, `payload()` for events), so these are the one definition.
 
-RunState = Literal["running", "awaiting_input", "awaiting_outcome", "closed", "failed"]
+RunState = Literal["queued", "running", "awaiting_input", "awaiting_outcome", "closed", "failed"]
 
 _RUN_ID = "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11"
 _THREAD_ID = "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40"
@@ -83,6 +83,19 @@ class Outcome(ReadModel):
     created_at: NullableTimestamp
 
 
+class ToolCallApproval(ReadModel):
+    """`interaction: approve`: whether approval was needed, and who answered, when and why."""
+
+    required: bool | None = None
+    why: str | None = None
+    rule: Any = None
+    requested_at: NullableTimestamp = None
+    approved: bool | None = None
+    by: dict[str, Any] | None = Field(None, description="Who answered: `{mode, key_id, subject}`.")
+    at: NullableTimestamp = None
+    reason: str | None = None
+
+
 class ToolCall(ReadModel):
     """One tool call made by a run."""
 
@@ -99,6 +112,7 @@ class ToolCall(ReadModel):
     reliability: str = Field(description="`idempotent` or `at_most_once`.", examples=["idempotent"])
     cost_credits: Credits
     outcome: Outcome | None
+    approval: ToolCallApproval | None = Field(None, description="Present for `interaction: approve` tools.")
 
 
 class ConnectionRef(ReadModel):
@@ -183,12 +197,14 @@ class Trace(Run):
     model_config = ConfigDict(json_schema_extra={"examples": [{
         **_RUN_EXAMPLE, "state": "closed", "terminal": True, "pending": None,
         "opened_at": "2026-01-01T12:00:00Z", "closed_at": "2026-01-01T12:00:02Z",
-        "turns": [], "api_calls": [], "api_calls_total": 0}]})
+        "turns": [], "api_calls": [], "api_calls_total": 0, "control": {}}]})
     opened_at: Timestamp
     closed_at: NullableTimestamp
     turns: list[Turn]
     api_calls: list[ApiCall] = Field(description="Newest first, at most 50.")
     api_calls_total: int = Field(description="Every attributed call; may exceed the length of `api_calls`.")
+    control: dict[str, Any] = Field(description="Run control: queued/started, cancelled or interrupted, by whom "
+                                                "and when (see docs/run-control.md).")
 
 
 class MessageAccepted(ReadModel):
@@ -197,3 +213,39 @@ class MessageAccepted(ReadModel):
     run_id: UUIDStr
     message_id: UUIDStr
     run: Run
+    queued: bool | None = Field(None, description="`if_busy: enqueue`: the run waits for the active one.")
+    queue_position: int | None = None
+
+
+class RunRef(ReadModel):
+    id: UUIDStr
+    state: RunState
+
+
+class ThreadDetail(Thread):
+    """GET /threads/{id}: the Thread, its current run and its queue."""
+
+    latest_run: RunRef | None
+    queued_messages: int
+    last_message_at: NullableTimestamp
+
+
+class Erased(ReadModel):
+    threads: int
+    messages: int
+    runs: int
+    turns: int
+    tool_calls: int
+    ledger_entries_cut: int
+
+
+class ThreadDeleted(ReadModel):
+    id: UUIDStr
+    deleted: bool
+    erased: Erased
+
+
+class SubjectDeleted(ReadModel):
+    subject: str
+    deleted: bool
+    erased: Erased
