@@ -29,6 +29,10 @@ def v1_operations(doc):
 def test_valid_openapi_31_version_1_0_0(doc):
     validate(doc)
     assert doc["openapi"].startswith("3.1") and doc["info"]["version"] == "1.0.0"
+    hooks = doc["webhooks"]  # what Heddle POSTs to a workspace's webhook URL
+    assert set(hooks) == {"run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome"}
+    event = doc["components"]["schemas"]["WebhookEvent"]
+    assert event["properties"]["data"]["$ref"].endswith("/Run")
 
 
 def test_no_422_anywhere_and_invalid_input_is_400(doc):

@@ -286,7 +286,76 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "run.closed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The run entered `closed` */
+        post: operations["webhook_run_closed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "run.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The run entered `failed` */
+        post: operations["webhook_run_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "run.awaiting_input": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The run entered `awaiting_input` */
+        post: operations["webhook_run_awaiting_input"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "run.awaiting_outcome": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The run entered `awaiting_outcome` */
+        post: operations["webhook_run_awaiting_outcome"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** AccountHolder */
@@ -895,9 +964,12 @@ export interface components {
          * Run
          * @description One turn of the agent; payload of the `run.updated` event.
          * @example {
+         *       "connection": null,
          *       "cost_credits": 0.25,
          *       "created_at": "2026-01-01T12:00:00Z",
+         *       "error": null,
          *       "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
+         *       "latest_message": null,
          *       "pending": {
          *         "question": "Which account?",
          *         "type": "input"
@@ -1128,35 +1200,60 @@ export interface components {
              */
             cost_credits: number;
             outcome: components["schemas"]["Outcome"] | null;
-            /** @description Present for `interaction: approve` tools. */
-            approval?: components["schemas"]["ToolCallApproval"] | null;
+            /**
+             * @description Present for `interaction: approve` tools.
+             * @default null
+             */
+            approval: components["schemas"]["ToolCallApproval"] | null;
         };
         /**
          * ToolCallApproval
          * @description `interaction: approve`: whether approval was needed, and who answered, when and why.
          */
         ToolCallApproval: {
-            /** Required */
-            required?: boolean | null;
-            /** Why */
-            why?: string | null;
-            /** Rule */
-            rule?: unknown;
-            /** Requested At */
-            requested_at?: string | null;
-            /** Approved */
-            approved?: boolean | null;
+            /**
+             * Required
+             * @default null
+             */
+            required: boolean | null;
+            /**
+             * Why
+             * @default null
+             */
+            why: string | null;
+            /**
+             * Rule
+             * @default null
+             */
+            rule: unknown;
+            /**
+             * Requested At
+             * @default null
+             */
+            requested_at: string | null;
+            /**
+             * Approved
+             * @default null
+             */
+            approved: boolean | null;
             /**
              * By
              * @description Who answered: `{mode, key_id, subject}`.
+             * @default null
              */
-            by?: {
+            by: {
                 [key: string]: unknown;
             } | null;
-            /** At */
-            at?: string | null;
-            /** Reason */
-            reason?: string | null;
+            /**
+             * At
+             * @default null
+             */
+            at: string | null;
+            /**
+             * Reason
+             * @default null
+             */
+            reason: string | null;
         };
         /**
          * Trace
@@ -1342,6 +1439,39 @@ export interface components {
              * @description `private-thread-<thread uuid>`; the caller's subject must own it.
              */
             channel_name: string;
+        };
+        /**
+         * WebhookEvent
+         * @description Signed with `Service-Signature` (as tool calls are, under the webhook secret); the same
+         *     `id` on every retry.
+         * @example {
+         *       "created_at": "2026-01-01T12:00:02Z",
+         *       "data": {
+         *         "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
+         *         "state": "closed"
+         *       },
+         *       "id": "evt_5f1c0b7e2a9d4c3b8a716e2f",
+         *       "type": "run.closed"
+         *     }
+         */
+        WebhookEvent: {
+            /**
+             * Id
+             * @description `evt_…`, the same on every delivery attempt.
+             */
+            id: string;
+            /**
+             * Type
+             * @enum {string}
+             */
+            type: "run.closed" | "run.failed" | "run.awaiting_input" | "run.awaiting_outcome";
+            /**
+             * Created At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            created_at: string;
+            data: components["schemas"]["Run"];
         };
     };
     responses: never;
@@ -3468,6 +3598,106 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
+            };
+        };
+    };
+    webhook_run_closed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_run_failed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_run_awaiting_input: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_run_awaiting_outcome: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
