@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from typed_api.conftest import APPROVE_TOOL
+
 pytestmark = pytest.mark.node
 
 JS = Path(__file__).parents[2] / "clients" / "js"
@@ -54,9 +56,11 @@ def test_generated_types_are_current(js_client, server, tmp_path):
 
 def test_js_client_against_a_real_server(js_client, server, tenant, toolhost):
     subject = "web:js-direct"
-    config = {"baseUrl": server.base_url, "apiKey": tenant.secret, "workspaceId": tenant.workspace_id,
+    approve_agent = tenant.add_agent({"name": "payer", "model_class": "scripted", "instructions": "",
+                                      "tools": [APPROVE_TOOL]})
+    config = {"approveAgent": approve_agent, "baseUrl": server.base_url, "apiKey": tenant.secret, "workspaceId": tenant.workspace_id,
               "agent": tenant.agent, "token": toolhost.mint_token(subject), "directSubject": subject}
     proc = subprocess.run(["node", "--test", "--test-reporter=spec", "test/"], cwd=js_client, capture_output=True,
                           text=True, timeout=180, env={**os.environ, "HEDDLE_JS_TEST": json.dumps(config)})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "pass 5" in proc.stdout and "fail 0" in proc.stdout, proc.stdout[-2000:]
+    assert "pass 6" in proc.stdout and "fail 0" in proc.stdout, proc.stdout[-2000:]

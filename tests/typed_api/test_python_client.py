@@ -21,6 +21,7 @@ from heddle.client import (
 from heddle.identify.schemas import IdentifyResult
 from heddle.loom.schemas import InputPending, OutcomePending, Run, Thread, Trace
 from heddle.workspaces.schemas import Workspace
+from typed_api.conftest import APPROVE_TOOL
 
 SERVER_SETTINGS = {"outbound_timeout": 2.0}
 
@@ -137,3 +138,33 @@ async def test_async_direct_full_conversation(server, tenant, toolhost):
         runs = await asyncio.gather(*(client.loom.get_run(run.id) for _ in range(3)))
         assert {r.state for r in runs} == {"closed"}
     assert len(minted) >= 8
+
+
+def test_sync_approval_cancel_and_thread_lifecycle(server, tenant, toolhost):
+    from heddle.loom.schemas import ApprovalPending, ThreadDeleted, ThreadDetail
+
+    agent = tenant.add_agent({"name": "payer", "model_class": "scripted", "instructions": "",
+                              "tools": [APPROVE_TOOL]})
+    with Heddle(server.base_url, api_key=tenant.secret, subject="web:py-control") as client:
+        handle = client.loom.send(agent, "call: pay {}")
+        run = handle.wait()
+        assert run.state == "awaiting_input" and isinstance(run.pending, ApprovalPending)
+        [call] = run.pending.tool_calls
+        assert call.approval.required is True
+        client.loom.approve(run.id, call.id, True, reason="ok by me")
+        run = handle.wait(until=("closed", "failed"))
+        assert run.state == "closed"
+        assert client.loom.get_trace(run.id).turns[0].tool_calls[0].approval.approved is True
+
+        waiting = client.loom.post_message(handle.thread_id, "ask: Anything else?")
+        assert waiting.wait().state == "awaiting_input"
+        cancelled = client.loom.cancel(waiting.run_id)
+        assert cancelled.state == "failed" and cancelled.error.code == "cancelled"
+        assert client.loom.cancel(waiting.run_id).state == "failed"  # a second cancel is a no-op
+
+        detail = client.loom.get_thread(handle.thread_id)
+        assert isinstance(detail, ThreadDetail) and detail.latest_run.id == waiting.run_id
+        gone = client.loom.delete_thread(handle.thread_id)
+        assert isinstance(gone, ThreadDeleted) and gone.deleted and gone.erased.runs == 2
+        with pytest.raises(NotFoundError):
+            client.loom.get_thread(handle.thread_id)

@@ -18,6 +18,9 @@ export type RealtimeConfig = S["RealtimeConfig"];
 export type ThreadPage = S["ThreadPage"];
 export type MessagePage = S["MessagePage"];
 export type ErrorBody = S["ErrorBody"];
+export type ThreadDetail = S["ThreadDetail"];
+export type ThreadDeleted = S["ThreadDeleted"];
+export type SubjectDeleted = S["SubjectDeleted"];
 
 export interface HeddleOptions {
   baseUrl: string;
@@ -74,6 +77,9 @@ export class Loom {
   postMessage(threadId: string, content: string,
     options?: SubjectOption & IdempotencyOption & { connection?: string; [extra: string]: unknown }): Promise<RunHandle>;
   send(args: { agent: string; content: string; subject?: string; connection?: string }): Promise<RunHandle>;
+  getThread(threadId: string, options?: SubjectOption): Promise<ThreadDetail>;
+  deleteThread(threadId: string, options?: SubjectOption): Promise<ThreadDeleted>;
+  deleteSubject(subject: string): Promise<SubjectDeleted>;
   listMessages(threadId: string, options?: SubjectOption & { limit?: number; after?: string }): Promise<MessagePage>;
   getRun(runId: string, options?: SubjectOption): Promise<Run>;
   getTrace(runId: string, options?: SubjectOption): Promise<Trace>;

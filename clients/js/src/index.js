@@ -193,6 +193,22 @@ export class Loom {
     return this.postMessage(thread.id, content, { subject, connection });
   }
 
+  getThread(threadId, { subject } = {}) {
+    return this.client.request("GET", `/v1/loom/threads/${encodeURIComponent(threadId)}`,
+      { headers: this.client.loomHeaders(subject) });
+  }
+
+  /** Erase the thread: its messages, runs, turns and tool calls. */
+  deleteThread(threadId, { subject } = {}) {
+    return this.client.request("DELETE", `/v1/loom/threads/${encodeURIComponent(threadId)}`,
+      { headers: this.client.loomHeaders(subject) });
+  }
+
+  /** Erase every thread of a person (relay key only). */
+  deleteSubject(subject) {
+    return this.client.request("DELETE", `/v1/loom/subjects/${encodeURIComponent(subject)}`);
+  }
+
   listMessages(threadId, { subject, limit, after } = {}) {
     return this.client.request("GET", `/v1/loom/threads/${encodeURIComponent(threadId)}/messages`,
       { query: { limit, after }, headers: this.client.loomHeaders(subject) });

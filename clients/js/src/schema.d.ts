@@ -162,6 +162,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/loom/runs/{run_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a run (idempotent) */
+        post: operations["cancel_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/loom/runs/{run_id}/approval": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve or decline a tool call the run asks about */
+        post: operations["post_approval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/loom/threads/{thread_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A thread (with its current run and queue length) */
+        get: operations["get_thread"];
+        put?: never;
+        post?: never;
+        /** Erase a thread: its messages, runs, turns and tool calls */
+        delete: operations["delete_thread"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/loom/subjects/{subject}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Erase a person: every thread of the subject (relay key only) */
+        delete: operations["delete_subject"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/loom/runs/{run_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The run's events as Server-Sent Events, resumable with Last-Event-ID */
+        get: operations["run_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/loom/realtime/config": {
         parameters: {
             query?: never;
@@ -200,7 +286,76 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "run.closed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The run entered `closed` */
+        post: operations["webhook_run_closed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "run.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The run entered `failed` */
+        post: operations["webhook_run_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "run.awaiting_input": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The run entered `awaiting_input` */
+        post: operations["webhook_run_awaiting_input"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "run.awaiting_outcome": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The run entered `awaiting_outcome` */
+        post: operations["webhook_run_awaiting_outcome"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** AccountHolder */
@@ -354,6 +509,36 @@ export interface components {
             status: "success";
             data: components["schemas"]["Run"];
         };
+        /** SubjectDeletedEnvelope */
+        SubjectDeletedEnvelope: {
+            /**
+             * Status
+             * @default success
+             * @constant
+             */
+            status: "success";
+            data: components["schemas"]["SubjectDeleted"];
+        };
+        /** ThreadDeletedEnvelope */
+        ThreadDeletedEnvelope: {
+            /**
+             * Status
+             * @default success
+             * @constant
+             */
+            status: "success";
+            data: components["schemas"]["ThreadDeleted"];
+        };
+        /** ThreadDetailEnvelope */
+        ThreadDetailEnvelope: {
+            /**
+             * Status
+             * @default success
+             * @constant
+             */
+            status: "success";
+            data: components["schemas"]["ThreadDetail"];
+        };
         /** ThreadPageEnvelope */
         ThreadPageEnvelope: {
             /**
@@ -393,6 +578,21 @@ export interface components {
              */
             status: "success";
             data: components["schemas"]["Workspace"];
+        };
+        /** Erased */
+        Erased: {
+            /** Threads */
+            threads: number;
+            /** Messages */
+            messages: number;
+            /** Runs */
+            runs: number;
+            /** Turns */
+            turns: number;
+            /** Tool Calls */
+            tool_calls: number;
+            /** Ledger Entries Cut */
+            ledger_entries_cut: number;
         };
         /** ErrorBody */
         ErrorBody: {
@@ -621,6 +821,13 @@ export interface components {
              */
             message_id: string;
             run: components["schemas"]["Run"];
+            /**
+             * Queued
+             * @description `if_busy: enqueue`: the run waits for the active one.
+             */
+            queued?: boolean | null;
+            /** Queue Position */
+            queue_position?: number | null;
         };
         /**
          * NameResolutionStatus
@@ -677,10 +884,25 @@ export interface components {
              */
             next_cursor: string | null;
         };
+        /** PostApproval */
+        PostApproval: {
+            /** Tool Call Id */
+            tool_call_id: string;
+            /** Approved */
+            approved: boolean;
+            /** Reason */
+            reason?: string | null;
+        };
         /** PostMessage */
         PostMessage: {
             /** Content */
             content: string;
+            /**
+             * If Busy
+             * @default reject
+             * @enum {string}
+             */
+            if_busy: "reject" | "enqueue" | "interrupt";
         };
         /** PostOutcome */
         PostOutcome: {
@@ -742,9 +964,12 @@ export interface components {
          * Run
          * @description One turn of the agent; payload of the `run.updated` event.
          * @example {
+         *       "connection": null,
          *       "cost_credits": 0.25,
          *       "created_at": "2026-01-01T12:00:00Z",
+         *       "error": null,
          *       "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
+         *       "latest_message": null,
          *       "pending": {
          *         "question": "Which account?",
          *         "type": "input"
@@ -770,7 +995,7 @@ export interface components {
              * State
              * @enum {string}
              */
-            state: "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
+            state: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
             /**
              * Terminal
              * @description True when the run will not change again (`closed` or `failed`).
@@ -816,6 +1041,27 @@ export interface components {
             /** Message */
             message: string;
         };
+        /** RunRef */
+        RunRef: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
+        };
+        /** SubjectDeleted */
+        SubjectDeleted: {
+            /** Subject */
+            subject: string;
+            /** Deleted */
+            deleted: boolean;
+            erased: components["schemas"]["Erased"];
+        };
         /**
          * Thread
          * @description A subject's conversation with one agent.
@@ -848,6 +1094,55 @@ export interface components {
              * @example 2026-01-01T12:00:00.000000Z
              */
             created_at: string;
+        };
+        /** ThreadDeleted */
+        ThreadDeleted: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Deleted */
+            deleted: boolean;
+            erased: components["schemas"]["Erased"];
+        };
+        /**
+         * ThreadDetail
+         * @description GET /threads/{id}: the Thread, its current run and its queue.
+         * @example {
+         *       "agent": "agent_3k9x2m",
+         *       "created_at": "2026-01-01T12:00:00Z",
+         *       "id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
+         *       "subject": "web:alice"
+         *     }
+         */
+        ThreadDetail: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /**
+             * Agent
+             * @description The agent's public id, `agent_…`.
+             */
+            agent: string;
+            /**
+             * Subject
+             * @description `<channel>:<channel_user_id>`: Service-Subject (relay) or `sub` (direct).
+             */
+            subject: string;
+            /**
+             * Created At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            created_at: string;
+            latest_run: components["schemas"]["RunRef"] | null;
+            /** Queued Messages */
+            queued_messages: number;
+            /** Last Message At */
+            last_message_at: string | null;
         };
         /**
          * ToolCall
@@ -905,6 +1200,60 @@ export interface components {
              */
             cost_credits: number;
             outcome: components["schemas"]["Outcome"] | null;
+            /**
+             * @description Present for `interaction: approve` tools.
+             * @default null
+             */
+            approval: components["schemas"]["ToolCallApproval"] | null;
+        };
+        /**
+         * ToolCallApproval
+         * @description `interaction: approve`: whether approval was needed, and who answered, when and why.
+         */
+        ToolCallApproval: {
+            /**
+             * Required
+             * @default null
+             */
+            required: boolean | null;
+            /**
+             * Why
+             * @default null
+             */
+            why: string | null;
+            /**
+             * Rule
+             * @default null
+             */
+            rule: unknown;
+            /**
+             * Requested At
+             * @default null
+             */
+            requested_at: string | null;
+            /**
+             * Approved
+             * @default null
+             */
+            approved: boolean | null;
+            /**
+             * By
+             * @description Who answered: `{mode, key_id, subject}`.
+             * @default null
+             */
+            by: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * At
+             * @default null
+             */
+            at: string | null;
+            /**
+             * Reason
+             * @default null
+             */
+            reason: string | null;
         };
         /**
          * Trace
@@ -913,6 +1262,7 @@ export interface components {
          *       "api_calls": [],
          *       "api_calls_total": 0,
          *       "closed_at": "2026-01-01T12:00:02Z",
+         *       "control": {},
          *       "cost_credits": 0.25,
          *       "created_at": "2026-01-01T12:00:00Z",
          *       "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
@@ -939,7 +1289,7 @@ export interface components {
              * State
              * @enum {string}
              */
-            state: "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
+            state: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
             /**
              * Terminal
              * @description True when the run will not change again (`closed` or `failed`).
@@ -993,6 +1343,13 @@ export interface components {
              * @description Every attributed call; may exceed the length of `api_calls`.
              */
             api_calls_total: number;
+            /**
+             * Control
+             * @description Run control: queued/started, cancelled or interrupted, by whom and when (see docs/run-control.md).
+             */
+            control: {
+                [key: string]: unknown;
+            };
         };
         /**
          * Turn
@@ -1082,6 +1439,39 @@ export interface components {
              * @description `private-thread-<thread uuid>`; the caller's subject must own it.
              */
             channel_name: string;
+        };
+        /**
+         * WebhookEvent
+         * @description Signed with `Service-Signature` (as tool calls are, under the webhook secret); the same
+         *     `id` on every retry.
+         * @example {
+         *       "created_at": "2026-01-01T12:00:02Z",
+         *       "data": {
+         *         "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
+         *         "state": "closed"
+         *       },
+         *       "id": "evt_5f1c0b7e2a9d4c3b8a716e2f",
+         *       "type": "run.closed"
+         *     }
+         */
+        WebhookEvent: {
+            /**
+             * Id
+             * @description `evt_…`, the same on every delivery attempt.
+             */
+            id: string;
+            /**
+             * Type
+             * @enum {string}
+             */
+            type: "run.closed" | "run.failed" | "run.awaiting_input" | "run.awaiting_outcome";
+            /**
+             * Created At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            created_at: string;
+            data: components["schemas"]["Run"];
         };
     };
     responses: never;
@@ -1225,6 +1615,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
@@ -1242,6 +1654,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
+                "Idempotency-Key"?: string;
                 /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
                 "Service-Run"?: string;
             };
@@ -1309,6 +1723,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Error codes: `idempotency_key_reused` */
+            409: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
@@ -1322,6 +1747,28 @@ export interface operations {
             };
             /** @description Error codes: `unsupported_media_type` */
             415: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
                 headers: {
                     /** @description This request's id; quote it when reporting a problem. */
                     "Request-Id"?: string;
@@ -1409,6 +1856,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
@@ -1431,6 +1900,8 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
+                /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
+                "Idempotency-Key"?: string;
                 /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
                 "Service-Run"?: string;
             };
@@ -1509,6 +1980,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Error codes: `idempotency_key_reused` */
+            409: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
@@ -1522,6 +2004,28 @@ export interface operations {
             };
             /** @description Error codes: `unsupported_media_type` */
             415: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
                 headers: {
                     /** @description This request's id; quote it when reporting a problem. */
                     "Request-Id"?: string;
@@ -1621,6 +2125,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
@@ -1648,6 +2174,8 @@ export interface operations {
                  * @example payments
                  */
                 "Service-Connection"?: string;
+                /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
+                "Idempotency-Key"?: string;
                 /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
                 "Service-Run"?: string;
             };
@@ -1717,7 +2245,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error codes: `run_active` */
+            /** @description Error codes: `idempotency_key_reused`, `run_active` */
             409: {
                 headers: {
                     /** @description This request's id; quote it when reporting a problem. */
@@ -1741,6 +2269,28 @@ export interface operations {
             };
             /** @description Error codes: `unsupported_media_type` */
             415: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
                 headers: {
                     /** @description This request's id; quote it when reporting a problem. */
                     "Request-Id"?: string;
@@ -1837,6 +2387,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
@@ -1924,6 +2496,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
@@ -1946,6 +2540,8 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
+                /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
+                "Idempotency-Key"?: string;
                 /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
                 "Service-Run"?: string;
             };
@@ -2015,7 +2611,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error codes: `run_not_awaiting_outcome` */
+            /** @description Error codes: `idempotency_key_reused`, `run_not_awaiting_outcome` */
             409: {
                 headers: {
                     /** @description This request's id; quote it when reporting a problem. */
@@ -2039,6 +2635,720 @@ export interface operations {
             };
             /** @description Error codes: `unsupported_media_type` */
             415: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    cancel_run: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
+                "Idempotency-Key"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                "Service-Run"?: string;
+            };
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
+            400: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `idempotency_key_reused`, `run_terminal` */
+            409: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_approval: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                "Service-Run"?: string;
+            };
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostApproval"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
+            400: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `run_not_awaiting_approval` */
+            409: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `payload_too_large` */
+            413: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unsupported_media_type` */
+            415: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_thread: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                "Service-Run"?: string;
+            };
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThreadDetailEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
+            400: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_thread: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                "Service-Run"?: string;
+            };
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThreadDeletedEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
+            400: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_subject: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                "Service-Run"?: string;
+            };
+            path: {
+                subject: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubjectDeletedEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject` */
+            400: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `forbidden`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    run_events: {
+        parameters: {
+            query?: {
+                /** @description For clients that cannot set the header */
+                last_event_id?: string | null;
+            };
+            header?: {
+                "Last-Event-ID"?: string | null;
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                "Service-Run"?: string;
+            };
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `run.updated` (data: Run), `message.created` (data: Message) and `message.delta` events, each with `id:`; the stream ends after the run's terminal event */
+            200: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
+            400: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
                 headers: {
                     /** @description This request's id; quote it when reporting a problem. */
                     "Request-Id"?: string;
@@ -2113,6 +3423,28 @@ export interface operations {
             };
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
                 headers: {
                     /** @description This request's id; quote it when reporting a problem. */
                     "Request-Id"?: string;
@@ -2234,6 +3566,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
@@ -2244,6 +3598,106 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
+            };
+        };
+    };
+    webhook_run_closed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_run_failed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_run_awaiting_input: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_run_awaiting_outcome: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -52,6 +52,29 @@ test("relay: a full conversation with awaiting_input and an outcome", { skip }, 
   assert.deepEqual(messages.items.slice(0, 3).map((m) => m.role), ["user", "assistant", "user"]);
 });
 
+test("relay: approval, cancel and thread erasure", { skip }, async () => {
+  const client = new Heddle({ baseUrl: env.baseUrl, apiKey: env.apiKey, subject: "web:js-control" });
+  const handle = await client.loom.send({ agent: env.approveAgent, content: "call: pay {}" });
+  let run = await handle.wait();
+  assert.equal(run.state, "awaiting_input");
+  assert.equal(run.pending.type, "approval");
+  const [call] = run.pending.tool_calls;
+  await client.loom.approve(run.id, { toolCallId: call.id, approved: true });
+  run = await handle.wait({ until: ["closed", "failed"] });
+  assert.equal(run.state, "closed");
+
+  const waiting = await client.loom.postMessage(handle.threadId, "ask: Anything else?");
+  assert.equal((await waiting.wait()).state, "awaiting_input");
+  const cancelled = await client.loom.cancel(waiting.runId);
+  assert.equal(cancelled.state, "failed");
+  assert.equal(cancelled.error.code, "cancelled");
+  const detail = await client.loom.getThread(handle.threadId);
+  assert.equal(detail.latest_run.id, waiting.runId);
+  const gone = await client.loom.deleteThread(handle.threadId);
+  assert.equal(gone.deleted, true);
+  await assert.rejects(client.loom.getThread(handle.threadId), (err) => err instanceof NotFoundError);
+});
+
 test("errors carry code, message and status, by family", { skip }, async () => {
   const client = new Heddle({ baseUrl: env.baseUrl, apiKey: env.apiKey, subject: "web:js-errors" });
   await assert.rejects(client.loom.getRun(crypto.randomUUID()), (err) =>

@@ -78,7 +78,26 @@ def install_openapi(app: FastAPI) -> None:
     app.openapi = build
 
 
+def _webhooks(doc: dict[str, Any]) -> None:
+    """OpenAPI 3.1 `webhooks`: what Heddle POSTs to a workspace's webhook URL."""
+    from heddle.webhooks.schemas import WEBHOOK_TYPES, WebhookEvent
+
+    if WebhookEvent not in EXTRA_SCHEMAS:
+        EXTRA_SCHEMAS.append(WebhookEvent)
+    body = {"required": True, "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/WebhookEvent"}}}}
+    headers = [{"name": "Service-Signature", "in": "header", "required": True, "schema": {"type": "string"},
+                "description": ("`t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret "
+                                "(docs/streaming-and-webhooks.md).")}]
+    doc["webhooks"] = {kind: {"post": {
+        "summary": f"The run entered `{kind.split('.', 1)[1]}`", "operationId": f"webhook_{kind.replace('.', '_')}",
+        "parameters": headers, "requestBody": body,
+        "responses": {"2XX": {"description": "Received; any other answer is retried with backoff."}}}}
+        for kind in WEBHOOK_TYPES}
+
+
 def finish_document(doc: dict[str, Any]) -> dict[str, Any]:
+    _webhooks(doc)
     components = doc.setdefault("components", {})
     components["securitySchemes"] = SECURITY_SCHEMES
     schemas = components.setdefault("schemas", {})

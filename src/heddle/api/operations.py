@@ -76,7 +76,8 @@ def header_parameter(name: str, *, required: bool = False) -> dict[str, Any]:
 def operation(data: Any, *, auth: list[dict[str, list[str]]], headers: Iterable[str] = (),
               required_headers: Iterable[str] = (), errors: Sequence[str] = (), body: bool = False,
               status_code: int = 200, also: dict[int, str] | None = None,
-              request_body: dict[str, Any] | None = None, envelope: Any = None) -> dict[str, Any]:
+              request_body: dict[str, Any] | None = None, envelope: Any = None,
+              event_stream: str | None = None) -> dict[str, Any]:
     """Route keyword arguments for one operation.
 
     `data`: the read model of `data` in the success envelope. `auth`: WORKSPACE_KEY or LOOM.
@@ -84,7 +85,8 @@ def operation(data: Any, *, auth: list[dict[str, list[str]]], headers: Iterable[
     `errors`: the operation's own error codes. `body`: it takes a request body (413/415 apply).
     `also`: other success statuses with their description (same body). `request_body`: an
     explicit OpenAPI requestBody (for handlers that read the body themselves). `envelope`: a
-    whole success body other than `Envelope[data]` (pusher-js's channel auth).
+    whole success body other than `Envelope[data]` (pusher-js's channel auth). `event_stream`: the
+    success body is Server-Sent Events (`text/event-stream`), described by this text.
     """
     codes = list(_COMMON)
     if auth is LOOM:
@@ -96,8 +98,11 @@ def operation(data: Any, *, auth: list[dict[str, list[str]]], headers: Iterable[
     if "Idempotency-Key" in (*headers, *required_headers):
         codes.append("idempotency_key_reused")
     codes += errors
-    envelope = envelope or Envelope[data]
+    envelope = None if event_stream else envelope or Envelope[data]
     responses: dict[int | str, dict[str, Any]] = error_responses(*codes)
+    if event_stream:
+        responses[status_code] = {"description": event_stream,
+                                  "content": {"text/event-stream": {"schema": {"type": "string"}}}}
     for status, description in (also or {}).items():
         responses[status] = {"model": envelope, "description": description}
     required = set(required_headers)
@@ -107,8 +112,12 @@ def operation(data: Any, *, auth: list[dict[str, list[str]]], headers: Iterable[
     extra: dict[str, Any] = {"security": auth, "parameters": parameters}
     if request_body is not None:
         extra["requestBody"] = request_body
-    return {"response_model": envelope, "status_code": status_code, "responses": responses,
-            "openapi_extra": extra}
+    kwargs = {"response_model": envelope, "status_code": status_code, "responses": responses, "openapi_extra": extra}
+    if event_stream:
+        from fastapi.responses import StreamingResponse
+
+        kwargs["response_class"] = StreamingResponse
+    return kwargs
 
 
 # Models referenced only from hand-written OpenAPI fragments (request bodies a handler parses

@@ -18,7 +18,16 @@ from pydantic import BaseModel
 from heddle.api.envelope import Page
 from heddle.client.errors import HeddleAPIError, TransportError, error_class
 from heddle.identify.schemas import IdentifyResult
-from heddle.loom.schemas import Message, MessageAccepted, Run, Thread, Trace
+from heddle.loom.schemas import (
+    Message,
+    MessageAccepted,
+    Run,
+    SubjectDeleted,
+    Thread,
+    ThreadDeleted,
+    ThreadDetail,
+    Trace,
+)
 from heddle.realtime.schemas import RealtimeConfig
 from heddle.workspaces.schemas import Workspace
 
@@ -138,6 +147,20 @@ def list_threads(auth: Auth, subject: str | None, agent: str | None, limit: int,
     return Call("GET", "/v1/loom/threads", Page[Thread], params=_clean({"agent": agent, "limit": limit,
                                                                         "after": after}),
                 headers=auth.loom_headers(subject))
+
+
+def get_thread(auth: Auth, thread_id: str, subject: str | None) -> Call[ThreadDetail]:
+    return Call("GET", f"/v1/loom/threads/{thread_id}", ThreadDetail, headers=auth.loom_headers(subject))
+
+
+def delete_thread(auth: Auth, thread_id: str, subject: str | None) -> Call[ThreadDeleted]:
+    return Call("DELETE", f"/v1/loom/threads/{thread_id}", ThreadDeleted, headers=auth.loom_headers(subject))
+
+
+def delete_subject(subject: str) -> Call[SubjectDeleted]:
+    from urllib.parse import quote
+
+    return Call("DELETE", f"/v1/loom/subjects/{quote(subject, safe='')}", SubjectDeleted)
 
 
 def post_message(auth: Auth, thread_id: str, content: str, subject: str | None, connection: str | None,

@@ -15,7 +15,16 @@ from heddle.api.envelope import Page
 from heddle.client import _core as c
 from heddle.client.errors import RunWaitTimeout
 from heddle.identify.schemas import IdentifyResult
-from heddle.loom.schemas import Message, MessageAccepted, Run, Thread, Trace
+from heddle.loom.schemas import (
+    Message,
+    MessageAccepted,
+    Run,
+    SubjectDeleted,
+    Thread,
+    ThreadDeleted,
+    ThreadDetail,
+    Trace,
+)
 from heddle.realtime.schemas import RealtimeConfig
 from heddle.workspaces.schemas import Workspace
 
@@ -109,6 +118,17 @@ class AsyncLoom:
         """Open (or reuse) the subject's thread with `agent` and post `content` to it."""
         thread = await self.open_thread(agent, subject=subject)
         return await self.post_message(thread.id, content, subject=subject, connection=connection)
+
+    async def get_thread(self, thread_id: str, *, subject: str | None = None) -> ThreadDetail:
+        return await self._c.request(c.get_thread(self._c.auth, thread_id, subject))
+
+    async def delete_thread(self, thread_id: str, *, subject: str | None = None) -> ThreadDeleted:
+        """Erase the thread: its messages, runs, turns and tool calls."""
+        return await self._c.request(c.delete_thread(self._c.auth, thread_id, subject))
+
+    async def delete_subject(self, subject: str) -> SubjectDeleted:
+        """Erase every thread of a person (relay key only)."""
+        return await self._c.request(c.delete_subject(subject))
 
     async def list_messages(self, thread_id: str, *, subject: str | None = None, limit: int = 50,
                       after: str | None = None) -> Page[Message]:

@@ -13,7 +13,16 @@ from heddle.api.envelope import Page
 from heddle.client import _core as c
 from heddle.client.errors import RunWaitTimeout
 from heddle.identify.schemas import IdentifyResult
-from heddle.loom.schemas import Message, MessageAccepted, Run, Thread, Trace
+from heddle.loom.schemas import (
+    Message,
+    MessageAccepted,
+    Run,
+    SubjectDeleted,
+    Thread,
+    ThreadDeleted,
+    ThreadDetail,
+    Trace,
+)
 from heddle.realtime.schemas import RealtimeConfig
 from heddle.workspaces.schemas import Workspace
 
@@ -101,6 +110,17 @@ class Loom:
         """Open (or reuse) the subject's thread with `agent` and post `content` to it."""
         thread = self.open_thread(agent, subject=subject)
         return self.post_message(thread.id, content, subject=subject, connection=connection)
+
+    def get_thread(self, thread_id: str, *, subject: str | None = None) -> ThreadDetail:
+        return self._c.request(c.get_thread(self._c.auth, thread_id, subject))
+
+    def delete_thread(self, thread_id: str, *, subject: str | None = None) -> ThreadDeleted:
+        """Erase the thread: its messages, runs, turns and tool calls."""
+        return self._c.request(c.delete_thread(self._c.auth, thread_id, subject))
+
+    def delete_subject(self, subject: str) -> SubjectDeleted:
+        """Erase every thread of a person (relay key only)."""
+        return self._c.request(c.delete_subject(subject))
 
     def list_messages(self, thread_id: str, *, subject: str | None = None, limit: int = 50,
                       after: str | None = None) -> Page[Message]:

@@ -14,7 +14,7 @@ from heddle.loom import approvals, control, erasure
 from heddle.loom.effects import Effects
 from heddle.loom.routes import SUBJECT, _apply_after_response
 from heddle.loom.run_events import stage
-from heddle.loom.schemas import PostApproval, Run, SubjectErased, ThreadDeleted, ThreadDetail
+from heddle.loom.schemas import PostApproval, Run, SubjectDeleted, ThreadDeleted, ThreadDetail
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
 FLUSH_WAIT_SECONDS = 2.0
@@ -51,7 +51,7 @@ async def post_approval(run_id: UUIDPath, body: PostApproval, request: Request, 
             **operation(ThreadDetail, auth=LOOM, headers=SUBJECT, errors=("subject_required", "not_found")))
 async def get_thread(thread_id: UUIDPath, request: Request):
     async with loom_session(request) as (auth, session):
-        return ok(await erasure.get_thread(session, auth, thread_id))
+        return {"status": "success", "data": await erasure.get_thread(session, auth, thread_id)}
 
 
 @router.delete("/threads/{thread_id}", summary="Erase a thread: its messages, runs, turns and tool calls",
@@ -68,7 +68,7 @@ async def delete_thread(thread_id: UUIDPath, request: Request, background: Backg
 
 
 @router.delete("/subjects/{subject}", summary="Erase a person: every thread of the subject (relay key only)",
-               **operation(SubjectErased, auth=WORKSPACE_KEY, errors=("forbidden", "invalid_subject")))
+               **operation(SubjectDeleted, auth=WORKSPACE_KEY, errors=("forbidden", "invalid_subject")))
 async def delete_subject(subject: str, request: Request, background: BackgroundTasks):
     request.state.log_path = f"/v1/loom/subjects/{erasure.ERASED}"  # never log the person's id
     await _flush_request_log(request)
