@@ -46,7 +46,10 @@ IsDone = Callable[[httpx.AsyncClient, object, object], Awaitable[bool]]
 async def run_round(system: str, base_url: str, concurrency: int, runs: int, open_thread: OpenThread,
                     post_message: PostMessage, is_done: IsDone) -> Round:
     done: list[float] = []
-    limits = httpx.Limits(max_connections=concurrency + 5, max_keepalive_connections=concurrency + 5)
+    # Idle connections are dropped by the client before a server's keep-alive timeout (uvicorn: 5 s)
+    # can close one under a request being sent on it.
+    limits = httpx.Limits(max_connections=concurrency + 5, max_keepalive_connections=concurrency + 5,
+                          keepalive_expiry=2.0)
     async with httpx.AsyncClient(base_url=base_url, timeout=120, limits=limits) as client:
         threads = await asyncio.gather(*(open_thread(client, i) for i in range(concurrency)))
 
