@@ -22,6 +22,8 @@ BENCHES = [
     ("safe_retries.py", ["--n", "200"]),
     ("typed_responses.py", []),
     ("abuse.py", ["--rounds", "20"]),
+    ("engine_statements.py", ["--runs", "10"]),
+    ("scale.py", ["--runs", "10"]),
 ]
 
 
