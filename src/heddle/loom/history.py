@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
@@ -36,20 +36,32 @@ def tool_result_content(tc: ToolCall) -> str | None:
     return json.dumps(body, default=str)
 
 
-async def build_conversation(session: AsyncSession, run: Run, agent: Agent) -> list[ChatMessage]:
+async def build_conversation(session: AsyncSession, run: Run, agent: Agent,
+                             calls: list[ToolCall] | None = None) -> list[ChatMessage]:
+    """The model's view of the run; `calls` are the run's tool calls when the caller has them."""
     messages: list[ChatMessage] = []
     if agent.instructions:
         messages.append(ChatMessage(role="system", content=agent.instructions))
-    earlier = list(await session.scalars(
-        select(Message).where(Message.thread_id == run.thread_id, Message.run_id != run.id)
-        .order_by(Message.seq.desc()).limit(HISTORY_MESSAGES)))
+    # One read for the earlier thread messages and this run's opening message (the newest row
+    # of this run that qualifies), instead of two.
+    opening_id = (select(Message.id).where(Message.run_id == run.id, Message.role == "user")
+                  .order_by(Message.seq).limit(1).scalar_subquery())
+    rows = list(await session.scalars(
+        select(Message).where(Message.thread_id == run.thread_id,
+                              or_(Message.run_id != run.id, Message.id == opening_id))
+        .order_by(Message.seq.desc()).limit(HISTORY_MESSAGES + 1)))
+    opening = next((m for m in rows if m.run_id == run.id), None)
+    if opening is None and len(rows) > HISTORY_MESSAGES:  # later runs' messages crowded it out
+        opening = await session.scalar(select(Message).where(Message.id == opening_id))
+    earlier = [m for m in rows if m.run_id != run.id][:HISTORY_MESSAGES]
     messages += [ChatMessage(role=m.role, content=m.content) for m in reversed(earlier)]
-    opening = await session.scalar(
-        select(Message).where(Message.run_id == run.id, Message.role == "user").order_by(Message.seq).limit(1))
     if opening is not None:
         messages.append(ChatMessage(role="user", content=opening.content))
+    if calls is None:
+        calls = list(await session.scalars(select(ToolCall).where(ToolCall.run_id == run.id).order_by(ToolCall.seq)))
+    if not calls:  # turns without tool calls add nothing (see below): no need to read them
+        return messages
     turns = list(await session.scalars(select(Turn).where(Turn.run_id == run.id).order_by(Turn.seq)))
-    calls = list(await session.scalars(select(ToolCall).where(ToolCall.run_id == run.id).order_by(ToolCall.seq)))
     for turn in turns:
         turn_calls = [tc for tc in calls if tc.turn_id == turn.id]
         if not turn_calls:
