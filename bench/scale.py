@@ -5,7 +5,7 @@ concurrent threads. Part two (bench/scale_queue.py): PostgreSQL, one API and 1, 
 processes (plus the in-process baseline on the same PostgreSQL), scripted runs and runs with a
 50 ms hosted tool.
 
-    python bench/scale.py [--runs N] [--workers 0,1,2,4] [--queue-threads 32] [--no-queue] [--json]
+    python bench/scale.py [--runs N] [--workers 0,1,2,4] [--queue-threads 32] [--no-queue] [--no-embedded] [--json]
 """
 
 from __future__ import annotations
@@ -57,9 +57,10 @@ def main() -> None:
     parser.add_argument("--queue-threads", type=int, default=32, help="PostgreSQL part: concurrent threads")
     parser.add_argument("--queue-runs", type=int, default=5, help="PostgreSQL part: runs per thread")
     parser.add_argument("--no-queue", action="store_true", help="only the embedded default")
+    parser.add_argument("--no-embedded", action="store_true", help="only the PostgreSQL part")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results = embedded_default(args.runs)
+    results = [] if args.no_embedded else embedded_default(args.runs)
     if not args.no_queue:
         from scale_queue import queue_mode
 
