@@ -1,0 +1,203 @@
+"""PostgreSQL part of bench/scale.py: 1 API + N workers (HEDDLE_EXECUTOR=queue), runs/s and done medians.
+
+For each worker count, a fresh PostgreSQL database, one `heddle serve` (enqueues only) and N
+`heddle worker` processes, driven by bench/run_driver.py exactly like the embedded default
+(client-measured message -> done, polls with backoff). Two kinds of run:
+
+* `scripted`: one model turn (the built-in scripted model), then `closed`;
+* `tool50`: the model calls a hosted tool on a local tool host (its own process) that answers
+  after 50 ms, then summarises: two model turns and one outbound call. The tool host counts
+  its calls: each run must call it exactly once.
+
+`--workers 0` is the baseline: the same API executing its own runs (HEDDLE_EXECUTOR=inprocess)
+on the same PostgreSQL. Run through bench/scale.py; `queue_mode()` is the reusable function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import asyncpg
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import cli, free_port  # noqa: E402
+from run_driver import heddle_calls, run_round, summarise  # noqa: E402
+
+PG_ADMIN = os.environ.get("HEDDLE_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+TOOL_DELAY_S = 0.050
+AGENT = """name: bench
+model_class: scripted
+instructions: Be brief.
+tools:
+  - name: slow50
+    description: Answers after 50 ms
+    path: /tools/slow50
+    connection: host
+    interaction: auto
+    reliability: idempotent
+"""
+MESSAGES = {"scripted": "hello", "tool50": "call: slow50 {}"}
+
+
+def tool_host_app():
+    """The tool host (and mint endpoint); runs in its own process (`python scale_queue.py PORT`)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, PlainTextResponse
+    from starlette.routing import Route
+
+    calls = 0
+
+    async def mint(_request: Request):
+        return JSONResponse({"token": secrets.token_urlsafe(24), "expires_in": 600})
+
+    async def slow(_request: Request):
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(TOOL_DELAY_S)
+        return JSONResponse({"ok": True})
+
+    async def count(_request: Request):
+        return PlainTextResponse(str(calls))
+
+    return Starlette(routes=[Route("/mint", mint, methods=["POST"]), Route("/tools/slow50", slow, methods=["POST"]),
+                             Route("/calls", count)])
+
+
+class ToolHost:
+    def __init__(self):
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> ToolHost:
+        self.proc = subprocess.Popen([sys.executable, __file__, str(self.port)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        _wait(f"{self.base_url}/calls")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+    @property
+    def calls(self) -> int:
+        return int(httpx.get(f"{self.base_url}/calls", timeout=10).text)
+
+
+async def _admin(sql: str) -> None:
+    conn = await asyncpg.connect(PG_ADMIN)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+class Deployment:
+    """A fresh database, one API and `workers` worker processes in queue mode."""
+
+    def __init__(self, workers: int, worker_concurrency: int):
+        self.name = f"heddle_bench_{secrets.token_hex(5)}"
+        base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+        self.db_url = f"{base}/{self.name}"
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.workers, self.worker_concurrency = workers, worker_concurrency
+        # workers=0: the API executes its runs itself (HEDDLE_EXECUTOR=inprocess), the baseline.
+        self.env = {**os.environ, "HEDDLE_DATABASE_URL": self.db_url,
+                    "HEDDLE_EXECUTOR": "queue" if workers else "inprocess",
+                    "HEDDLE_EVENT_BUS": "postgres", "HEDDLE_EVENT_BUS_CHANNEL": self.name,
+                    "HEDDLE_PUSHER_APP_ID": "bench", "HEDDLE_PUSHER_KEY": f"key-{secrets.token_hex(4)}",
+                    "HEDDLE_PUSHER_SECRET": secrets.token_urlsafe(24), "HEDDLE_LOG_LEVEL": "WARNING",
+                    "HEDDLE_OUTBOUND_ALLOW_PRIVATE": "true", "HEDDLE_MIGRATE_ON_START": "false"}
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> Deployment:
+        asyncio.run(_admin(f'CREATE DATABASE "{self.name}"'))
+        cli(self.db_url, "migrate")
+        heddle = [sys.executable, "-m", "heddle"]
+        self.procs.append(subprocess.Popen([*heddle, "serve", "--port", str(self.port)], env=self.env,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        ports = [free_port() for _ in range(self.workers)]
+        for port in ports:
+            self.procs.append(subprocess.Popen(
+                [*heddle, "worker", "--port", str(port), "--concurrency", str(self.worker_concurrency)],
+                env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for url in [self.base_url, *(f"http://127.0.0.1:{p}" for p in ports)]:
+            _wait(f"{url}/healthz")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)'))
+
+    def seed(self, host: ToolHost) -> tuple[str, str]:
+        ws = cli(self.db_url, "workspace", "create", "--name", "bench", "--credits", "1000000")["id"]
+        secret = cli(self.db_url, "key", "create", "--workspace", ws)["secret"]
+        cli(self.db_url, "workspace", "update", ws, "--mint-url", f"{host.base_url}/mint")
+        cli(self.db_url, "connection", "create", "--workspace", ws, "--name", "host", "--base-url", host.base_url)
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            f.write(AGENT)
+        agent = cli(self.db_url, "agent", "create", "--workspace", ws, "--file", f.name)["id"]
+        return secret, agent
+
+
+def _wait(url: str, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not become healthy")
+
+
+def _calls(secret: str, agent: str, tag: str, message: str):
+    """bench/run_driver's Heddle calls, posting `message` instead of "hello N"."""
+    open_thread, post_message, is_done = heddle_calls(secret, agent, tag)
+
+    async def post(client, thread, _content):
+        return await post_message(client, thread, message)
+
+    return open_thread, post, is_done
+
+
+def queue_mode(workers: int, *, kinds=("scripted", "tool50"), threads: int = 32, runs_per_thread: int = 5,
+               worker_concurrency: int = 16) -> list[dict]:
+    """One deployment with `workers` workers (0: in-process baseline); one round per kind of run."""
+    layout = (f"queue (1 API + {workers} worker{'s' if workers > 1 else ''}, PG)" if workers
+              else "in-process (1 serve, PG)")
+    results = []
+    with ToolHost() as host, Deployment(workers, worker_concurrency) as dep:
+        secret, agent = dep.seed(host)
+        asyncio.run(run_round("warm-up", dep.base_url, 4, 2, *_calls(secret, agent, "warm", "hello")))
+        for kind in kinds:
+            before = host.calls
+            r = asyncio.run(run_round(layout, dep.base_url, threads, runs_per_thread,
+                                      *_calls(secret, agent, kind, MESSAGES[kind])))
+            if kind == "tool50":
+                assert host.calls - before == len(r.done_ms), "each run calls the tool exactly once"
+            results.append({"layout": layout, "kind": kind, "threads": threads, **summarise([r])})
+    return results
+
+
+if __name__ == "__main__":  # the tool host process
+    import uvicorn
+
+    uvicorn.run(tool_host_app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
