@@ -649,7 +649,8 @@ export interface components {
             code: string;
             /** Bic */
             bic?: string | null;
-            address: components["schemas"]["InstitutionAddress"];
+            /** @description Omitted when nothing is known. */
+            address?: components["schemas"]["InstitutionAddress"] | null;
         };
         /**
          * IdentifyRequest
@@ -749,9 +750,9 @@ export interface components {
             city?: string | null;
             /**
              * Country
-             * @description ISO 3166-1 alpha-2.
+             * @description ISO 3166-1 alpha-2, when known.
              */
-            country: string;
+            country?: string | null;
         };
         /** KeyRef */
         KeyRef: {
