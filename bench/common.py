@@ -52,13 +52,14 @@ class Server:
         cli(self.db_url, "migrate")
         self.proc = subprocess.Popen([sys.executable, "-m", "heddle", "serve", "--port", str(self.port)],
                                      env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a loaded 2-core machine can take tens of seconds to import
         while time.monotonic() < deadline:
             try:
                 if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
                     return self
             except httpx.HTTPError:
                 time.sleep(0.1)
+        self.proc.kill()
         raise RuntimeError("server did not start")
 
     def __exit__(self, *exc) -> None:

@@ -1,0 +1,28 @@
+"""The engine's statement budget per run (bench/engine_statements.py): counts, not timings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).parents[2] / "bench" / "engine_statements.py"
+
+# Measured 2026-11-23 on SQLite (before the batching: 21, 46 and 27). A change that adds a
+# statement to every run shows here first.
+BUDGET = {"reply": 8, "identify": 26, "ask": 12}
+
+
+@pytest.mark.slow
+def test_statements_per_run_stay_within_budget(tmp_path):
+    out = subprocess.run([sys.executable, str(BENCH), "--runs", "3", "--json"], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads(out.stdout.strip().splitlines()[-1])["results"]
+    for kind, budget in BUDGET.items():
+        assert results[kind]["final_state"] == ("awaiting_input" if kind == "ask" else "closed"), results[kind]
+        assert results[kind]["statements_per_run"] <= budget, (kind, results[kind])
+        assert results[kind]["commits_per_run"] <= {"reply": 2, "identify": 5, "ask": 3}[kind], (kind, results[kind])
