@@ -18,6 +18,8 @@ BENCHES = [
     ("loom_latency.py", ["--rounds", "10"]),
     ("realtime.py", ["--subscribers", "1000", "--messages", "30"]),
     ("direct_vs_relay.py", ["--requests", "2000"]),
+    ("engine_statements.py", ["--runs", "10"]),
+    ("scale.py", ["--runs", "10"]),
 ]
 
 
