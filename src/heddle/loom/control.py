@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import and_, case, delete, or_, select, update
+from sqlalchemy import and_, case, delete, exists, or_, select, update
 
 from heddle.auth.context import AuthContext
 from heddle.db.base import utcnow
@@ -147,11 +147,9 @@ async def hold_or_cancelled(session, fence, **values) -> None:
 async def advance_queue(session, thread_id: uuid.UUID, effects: Effects) -> Run | None:
     """Start the thread's oldest queued run when no run of the thread is busy any more."""
     await _lock_thread(session, thread_id)
-    busy = await session.scalar(select(Run.id).where(Run.thread_id == thread_id,
-                                                     Run.state.in_(BUSY_STATES)).limit(1))
-    if busy is not None:
-        return None
-    head = await session.scalar(select(QueuedMessage.run_id).where(QueuedMessage.thread_id == thread_id)
+    # One statement (it runs at the end of every run): the oldest queued run, if none is busy.
+    busy = exists().where(Run.thread_id == thread_id, Run.state.in_(BUSY_STATES))
+    head = await session.scalar(select(QueuedMessage.run_id).where(QueuedMessage.thread_id == thread_id, ~busy)
                                 .order_by(QueuedMessage.id).limit(1))
     if head is None:
         return None

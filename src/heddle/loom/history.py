@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
@@ -33,16 +33,27 @@ def estimate_tokens(text: str | None, provider: str) -> int:
 
 
 async def _earlier_messages(session: AsyncSession, run: Run, budget: int, provider: str,
-                            report: dict[str, Any]) -> list[Message]:
-    """The thread's messages before this run, newest first, while they fit in `budget` tokens."""
+                            report: dict[str, Any]) -> tuple[list[Message], Message | None]:
+    """The thread's messages of other runs, newest first, while they fit in `budget` tokens, and
+    this run's opening message (read by the first page's statement too: one round trip)."""
+    opening_id = (select(Message.id).where(Message.run_id == run.id, Message.role == "user")
+                  .order_by(Message.seq).limit(1).scalar_subquery())
     kept: list[Message] = []
+    opening: Message | None = None
     used, cut, last_seq = 0, False, None
     while not cut and len(kept) < HISTORY_MAX_MESSAGES:
-        query = select(Message).where(Message.thread_id == run.thread_id, Message.run_id != run.id)
-        if last_seq is not None:
-            query = query.where(Message.seq < last_seq)
-        page = list(await session.scalars(query.order_by(Message.seq.desc()).limit(HISTORY_PAGE)))
+        if last_seq is None:
+            query = select(Message).where(Message.thread_id == run.thread_id,
+                                          or_(Message.run_id != run.id, Message.id == opening_id))
+        else:
+            query = select(Message).where(Message.thread_id == run.thread_id, Message.run_id != run.id,
+                                          Message.seq < last_seq)
+        page = list(await session.scalars(query.order_by(Message.seq.desc()).limit(HISTORY_PAGE + 1)))
+        full = len(page) > HISTORY_PAGE
         for message in page:
+            if message.run_id == run.id:
+                opening = message
+                continue
             cost = estimate_tokens(message.content, provider)
             if used + cost > budget or len(kept) >= HISTORY_MAX_MESSAGES:
                 cut = True
@@ -50,7 +61,7 @@ async def _earlier_messages(session: AsyncSession, run: Run, budget: int, provid
                 break
             kept.append(message)
             used += cost
-        if len(page) < HISTORY_PAGE:
+        if not full:
             break
         last_seq = page[-1].seq
     dropped = 0
@@ -59,7 +70,9 @@ async def _earlier_messages(session: AsyncSession, run: Run, budget: int, provid
             Message.thread_id == run.thread_id, Message.run_id != run.id)) - len(kept)
     report.update({"budget_tokens": budget, "kept_messages": len(kept), "kept_tokens": used,
                    "dropped_messages": dropped})
-    return kept
+    if opening is None:  # cut before the page reached it, or crowded out: read it on its own
+        opening = await session.scalar(select(Message).where(Message.id == opening_id))
+    return kept, opening
 
 
 def tool_result_content(tc: ToolCall) -> str | None:
@@ -86,10 +99,9 @@ async def build_conversation(session: AsyncSession, run: Run, agent: Agent, call
     messages: list[ChatMessage] = []
     if agent.instructions:
         messages.append(ChatMessage(role="system", content=agent.instructions))
-    earlier = await _earlier_messages(session, run, history_tokens, provider, {} if report is None else report)
+    earlier, opening = await _earlier_messages(session, run, history_tokens, provider,
+                                               {} if report is None else report)
     messages += [ChatMessage(role=m.role, content=m.content) for m in reversed(earlier)]
-    opening = await session.scalar(
-        select(Message).where(Message.run_id == run.id, Message.role == "user").order_by(Message.seq).limit(1))
     if opening is not None:
         messages.append(ChatMessage(role="user", content=opening.content))
     if calls is None:
