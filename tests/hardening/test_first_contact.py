@@ -181,13 +181,15 @@ def test_serve_names_its_database_and_logs_one_line_per_request(tmp_path):
                              f"sqlite+aiosqlite:///{db}"], env=_env(HEDDLE_LOG_JSON="true"), cwd=tmp_path,
                             stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # imports alone take ~20 s on a busy 2-core machine
         while time.monotonic() < deadline:
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 time.sleep(0.2)
+        else:
+            pytest.fail("heddle serve did not start in 120 s")
         assert httpx.get(f"http://127.0.0.1:{port}/v1/nothing-here", timeout=5).status_code == 404
         assert httpx.get(f"http://127.0.0.1:{port}/", timeout=5).status_code == 200
     finally:
