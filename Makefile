@@ -23,6 +23,7 @@ serve: $(STAMP_RUN)
 	$(BIN)/heddle serve
 
 demo: $(STAMP_RUN)
+	$(BIN)/heddle migrate
 	$(BIN)/heddle demo
 
 test: $(STAMP_DEV)

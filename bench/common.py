@@ -54,7 +54,7 @@ class Server:
         cli(self.db_url, "migrate")
         self.proc = subprocess.Popen([sys.executable, "-m", "heddle", "serve", "--port", str(self.port)],
                                      env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # imports alone take 20 s on a busy 2-core machine
         while time.monotonic() < deadline:
             try:
                 if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:

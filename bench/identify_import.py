@@ -8,7 +8,7 @@ wall time, CPU time (steadier than wall time on a shared machine; process start-
 included) and the process's peak resident memory. Targets (issue 14): FedACH < 5 s, IFSC
 < 30 s, peak memory < 200 MB. Timings on a shared machine are noisy: compare runs.
 
-    python bench/identify_import.py [--fedach-rows 18000] [--ifsc-rows 185000]
+    python bench/identify_import.py [--fedach-rows 18000] [--ifsc-rows 185000] [--xlsx]
 Prints one line per file, then one JSON line: {"benchmark": "identify_import", ...}.
 """
 
@@ -56,21 +56,49 @@ def ifsc_file(rows: int) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
+def ifsc_xlsx_file(rows: int, path: Path) -> None:
+    """The RBI's XLSX layout: the real RBI-layout rows repeated with new codes."""
+    from openpyxl import Workbook
+
+    real = list(csv.reader(io.StringIO((FIXTURES / "ifsc_rbi_sample.csv").read_text())))
+    workbook = Workbook(write_only=True)
+    sheet = workbook.create_sheet()
+    sheet.append(real[0])
+    for n in range(rows):
+        row = list(real[1 + n % (len(real) - 1)])
+        row[1] = row[1][:4] + "0" + f"{n:06d}"
+        sheet.append(row)
+    workbook.save(path)
+
+
+# Runs the CLI and reports its own peak RSS on stderr (RUSAGE_CHILDREN would give the
+# largest of all children so far, not this import's).
+_WRAPPER = """
+import resource, sys
+from heddle.cli.main import main
+sys.argv = ["heddle", *sys.argv[1:]]
+try:
+    main()
+finally:
+    print("PEAK_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+"""
+
+
 def run_import(path: Path, fmt: str, db_url: str) -> dict:
-    """One `heddle identify import` in its own process: wall time and peak RSS."""
+    """One `heddle identify import` in its own process: wall time, CPU time, peak RSS."""
     # Migrations run first, outside the measured import.
     subprocess.run([sys.executable, "-m", "heddle", "migrate", "--database-url", db_url],
                    check=False, capture_output=True)
     started = time.perf_counter()
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu_before, before = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
-    done = subprocess.run([sys.executable, "-m", "heddle", "identify", "import", str(path),
+    cpu_before = usage.ru_utime + usage.ru_stime
+    done = subprocess.run([sys.executable, "-c", _WRAPPER, "identify", "import", str(path),
                            "--format", fmt, "--database-url", db_url, "--json"],
                           capture_output=True, text=True, check=True)
     seconds = time.perf_counter() - started
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = usage.ru_utime + usage.ru_stime - cpu_before
-    peak_kb = max(usage.ru_maxrss, before)
+    peak_kb = int(done.stderr.rsplit("PEAK_KB", 1)[1].split()[0])
     report = json.loads(done.stdout.strip().splitlines()[-1])
     return {"format": fmt, "rows": report["rows"], "bad_rows": report["bad_rows"],
             "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2),
@@ -81,6 +109,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fedach-rows", type=int, default=18_000)
     parser.add_argument("--ifsc-rows", type=int, default=185_000)
+    parser.add_argument("--xlsx", action="store_true",
+                        help="also import the IFSC rows as the RBI's XLSX (slow to build)")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,6 +122,13 @@ def main() -> None:
             result = run_import(path, fmt, f"sqlite+aiosqlite:///{folder / (fmt + '.db')}")
             results.append(result)
             print(f"{fmt:<10}{result['rows']:>8} rows  {result['seconds']:>7.2f} s wall  "
+                  f"{result['cpu_seconds']:>7.2f} s CPU  peak {result['peak_mb']:>6.1f} MB")
+        if args.xlsx:
+            path = folder / "68774.xlsx"
+            ifsc_xlsx_file(args.ifsc_rows, path)
+            result = run_import(path, "ifsc-xlsx", f"sqlite+aiosqlite:///{folder / 'xlsx.db'}")
+            results.append(result)
+            print(f"{'ifsc-xlsx':<10}{result['rows']:>8} rows  {result['seconds']:>7.2f} s wall  "
                   f"{result['cpu_seconds']:>7.2f} s CPU  peak {result['peak_mb']:>6.1f} MB")
     print(json.dumps({"benchmark": "identify_import", "imports": results}))
 

@@ -19,7 +19,9 @@ BENCHES = [
     ("realtime.py", ["--subscribers", "1000", "--messages", "30"]),
     ("streaming.py", ["--messages", "30"]),
     ("direct_vs_relay.py", ["--requests", "2000"]),
+    ("safe_retries.py", ["--n", "200"]),
     ("typed_responses.py", []),
+    ("abuse.py", ["--rounds", "20"]),
 ]
 
 

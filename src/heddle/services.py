@@ -25,6 +25,7 @@ class AppServices:
         self.metrics = Metrics()
         self.realtime = Realtime(settings)
         self.container: Container | None = None
+        self.sqlite_lock: str | None = None  # heddle.db.sqlite_owner
 
     def get(self) -> Container:
         if self.container is None:
@@ -33,9 +34,17 @@ class AppServices:
 
     @asynccontextmanager
     async def lifespan(self, _app: FastAPI):
-        self.container = await build_container(self.settings, role="serve", metrics=self.metrics,
-                                               realtime=self.realtime)
+        from heddle.db import sqlite_owner
+
+        # Before anything touches the file: a second server on it refuses to start.
+        self.sqlite_lock = sqlite_owner.hold(self.settings.database_url)
         try:
-            yield
+            self.container = await build_container(self.settings, role="serve", metrics=self.metrics,
+                                                   realtime=self.realtime)
+            try:
+                yield
+            finally:
+                await self.container.aclose()
         finally:
-            await self.container.aclose()
+            sqlite_owner.release(self.sqlite_lock)
+            self.sqlite_lock = None

@@ -111,13 +111,20 @@ def test_pruning_goes_in_batches_until_nothing_old_is_left(server, tenant):
 
     async def seed_and_prune():
         db = server.services.database()
+        # 13-19 hours old: younger than the background pruner's 1 day (it must not race us),
+        # older than this pruner's 12 hours.
         async with db.transaction() as s:
             for i in range(7):
                 s.add(RequestLogEntry(request_id=f"b{i}", method="GET", path="/v1/workspace", status=200,
                                       latency_ms=1.0, workspace_id=tenant.workspace_id,
-                                      created_at=utcnow() - dt.timedelta(days=30 + i)))
-        # A far "now" would also take the rows other tests left; prune as of one day later.
-        pruner = RequestLogPruner(db, retention_days=29, interval=3600, batch_size=2)
-        return await pruner.prune()
+                                      created_at=utcnow() - dt.timedelta(hours=13 + i)))
+        pruner = RequestLogPruner(db, retention_days=0.5, interval=3600, batch_size=2)
+        deleted = await pruner.prune()
+        async with db.session() as s:
+            left = set(await s.scalars(select(RequestLogEntry.request_id).where(
+                RequestLogEntry.workspace_id == tenant.workspace_id)))
+        return deleted, left
 
-    assert server.call(seed_and_prune()) >= 7
+    deleted, left = server.call(seed_and_prune())
+    assert deleted >= 7  # four batches of at most 2
+    assert not left & {f"b{i}" for i in range(7)}

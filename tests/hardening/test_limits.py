@@ -111,5 +111,5 @@ def test_a_body_not_sent_in_time_is_408(server, tenant):
     finally:
         sock.close()
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
-    assert b'"request_timeout"' in answer
+    assert b'"request_timeout"' in answer and b"connection: close" in answer.lower()
     assert 1.0 <= waited < 6.0

@@ -26,3 +26,14 @@ def test_bench_script_prints_a_json_line():
                          text=True, check=True, timeout=120).stdout.strip().splitlines()
     report = json.loads(out[-1])
     assert report["benchmark"] == "identify_lookup" and len(report["lookups_per_second"]) == 9
+
+
+def test_import_bench_runs_on_small_files():
+    script = Path(__file__).parents[2] / "bench" / "identify_import.py"
+    out = subprocess.run([sys.executable, str(script), "--fedach-rows", "40", "--ifsc-rows", "40"],
+                         capture_output=True, text=True, check=True, timeout=300).stdout
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["benchmark"] == "identify_import"
+    assert [(r["format"], r["rows"], r["bad_rows"]) for r in report["imports"]] == [
+        ("fedach", 40, 0), ("ifsc-csv", 40, 0)]
+    assert all(r["peak_mb"] > 0 and r["cpu_seconds"] > 0 for r in report["imports"])

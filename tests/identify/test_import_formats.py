@@ -17,7 +17,7 @@ from heddle.db.base import Database
 from heddle.identify.cli import app
 from heddle.identify.directory import Directory
 from heddle.identify.names import NameResolverRegistry
-from heddle.identify.schemas import IdentifyRequest
+from heddle.identify.schemas import IdentifyRequest, IdentifyResult
 from heddle.identify.service import IdentifyService
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -56,6 +56,8 @@ async def test_fedach_fixed_width_with_fedglobal_rows(db_url, lookup_in):
     # FedGlobal: a foreign institution whose country the directory does not give.
     assert "country" not in nova_scotia and "FedGlobal" in nova_scotia["detail"]
     assert nova_scotia["reachable_rails"] == ["ach"]
+    # The response's read model takes it (no address country to claim).
+    assert IdentifyResult.model_validate(nova_scotia).institution.name == "THE BANK OF NOVA SCOTIA"
     webster = await lookup_in(identifier="011104050")
     assert webster["institution"]["address"] == {"city": "NEW BRITAIN", "country": "US"}
 
@@ -167,3 +169,17 @@ def test_eiscd_bad_rows(tmp_path, db_url, row, fragment):
     out = json.loads(result.stdout)
     assert out["error"]["code"] == "too_many_bad_rows"
     assert fragment in out["error"]["details"]["examples"][0]["message"]
+
+
+async def test_imported_rbi_row_of_a_leased_looking_code_is_not_billed_as_the_sponsor(
+        tmp_path, db_url, lookup_in):
+    # The RBI list files sub-member codes under the sponsor: HDFC0CADRSH is listed as HDFC
+    # Bank's, but HDFC leases lettered codes like it and no sub-member list names its holder.
+    path = tmp_path / "rbi.csv"
+    path.write_text("BANK,IFSC,BRANCH,CITY1\nHDFC BANK,HDFC0CADRSH,ADARSH CO-OP BANK,MUMBAI\n"
+                    "HDFC BANK,HDFC0000001,SANDOZ HOUSE,MUMBAI\n")
+    await load(path, "ifsc-csv", db_url)
+    leased = await lookup_in(identifier="HDFC0CADRSH")
+    assert leased["result"] == "not_found" and "ADARSH CO-OP BANK" in leased["detail"]
+    own = await lookup_in(identifier="HDFC0000001")
+    assert own["result"] == "identified" and own["institution"]["address"]["city"] == "MUMBAI"

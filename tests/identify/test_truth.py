@@ -79,6 +79,9 @@ async def test_kosovo_bics_are_valid(lookup, bic):
     data = await lookup(identifier=bic)
     assert data["rail"] == "swift" and data["country"] == "XK"
     assert data["result"] in ("identified", "not_found")
+    # XK is also accepted as the `country` hint.
+    hinted = await lookup(identifier=bic, country="xk")
+    assert hinted["rail"] == "swift" and hinted["country"] == "XK"
 
 
 async def test_institution_type_is_the_same_through_swift_and_iban(lookup):
@@ -96,3 +99,8 @@ async def test_institution_type_is_the_same_through_swift_and_iban(lookup):
 async def test_account_number_is_echoed_as_sent(lookup, body, sent):
     data = await lookup(**body)
     assert data["account"]["number"] == sent
+
+
+async def test_ghl_bank_is_known(lookup):
+    data = await lookup(identifier="300362", rail="gh_bank")
+    assert data["result"] == "identified" and data["institution"]["name"] == "GHL Bank Limited"

@@ -185,3 +185,35 @@ def test_access_is_that_of_the_run(server, http, tenant):
     assert ended and events[-1]["data"]["id"] == run_id
     token = sign(key, {"iss": tenant.key_id, "sub": "web:eve", "aud": ["service"], "iat": now, "exp": now + 120})
     assert http.get(path, headers={"Authorization": f"Bearer {token}"}).status_code == 404
+
+
+def test_events_stored_by_another_process_arrive_by_polling(server, http, tenant):
+    """An event written without this process's wake-up (as a worker process would) still
+    reaches an open stream within the poll interval, and a terminal one ends it."""
+    from heddle.loom.run_events import append_rows
+
+    agent = tenant.add_agent(SCRIPTED_AGENT)
+    h = tenant.headers("web:elsewhere")
+    run_id = post(http, h, open_thread(http, h, agent), "ask: Still there?")["run_id"]
+    run = wait_run(http, h, run_id)
+    assert run["state"] == "awaiting_input"
+    before, _ = collect(http, events_path(run_id), h, limit=4)  # up to awaiting_input
+    assert before[-1]["data"]["state"] == "awaiting_input"
+    got: list = []
+
+    def listen():
+        got.append(collect(http.__class__(base_url=server.base_url), events_path(run_id),
+                           {**h, "Last-Event-ID": before[-1]["id"]}))
+
+    reader = threading.Thread(target=listen, daemon=True)
+    reader.start()
+    time.sleep(0.3)
+    import uuid as uuid_mod
+
+    written = time.monotonic()
+    tenant.run(lambda s: append_rows(s, uuid_mod.UUID(run_id), [("run.updated", {**run, "state": "closed",
+                                                                                   "terminal": True})]))
+    reader.join(5)
+    (events, ended), = got
+    assert ended and [e["id"] for e in events] == [str(int(before[-1]["id"]) + 1)]
+    assert events[0]["data"]["terminal"] is True and time.monotonic() - written < 2

@@ -164,3 +164,14 @@ async def test_scripted_streams_word_by_word():
     response = await ScriptedProvider().complete(default_scripted_class(), [ChatMessage("user", "hi")], [], sink)
     assert response.text == HELP_TEXT == "".join(sink.pieces)
     assert len(sink.pieces) == len(HELP_TEXT.split()) == response.output_tokens
+
+
+def test_the_stream_option_is_a_strict_boolean():
+    from heddle.loom.providers.registry import ModelConfigError, parse_model_classes
+
+    classes = parse_model_classes('{"local": {"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1",'
+                                  ' "options": {"stream": false}}}')
+    assert classes["local"].options == {"stream": False}
+    with pytest.raises(ModelConfigError, match="stream"):
+        parse_model_classes('{"local": {"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1",'
+                            ' "options": {"stream": "no"}}}')

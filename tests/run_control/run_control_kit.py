@@ -29,6 +29,8 @@ AGENT_TOOLS = [
      "reliability": "idempotent"},
     {"name": "slow_once", "description": "Waits for the test", "path": "/tools/slow", "connection": "bank",
      "reliability": "at_most_once"},
+    {"name": "busy", "description": "Always 503, retry after 2 s", "path": "/tools/busy", "connection": "bank",
+     "reliability": "idempotent"},
     {"name": "transfer", "description": "Send money", "path": "/tools/transfer", "connection": "bank",
      "interaction": "confirm", "reliability": "at_most_once", "risk": "high"},
     {"name": "pay", "description": "Pay someone", "path": "/tools/pay", "connection": "bank",
@@ -50,7 +52,7 @@ class ToolHost:
         self.gate = threading.Event()
         self.private_pem, self.jwks = generate_keypair("ES256", "caller-key")
         app = Starlette(routes=[Route(p, self._handle, methods=["POST"]) for p in (
-            "/tools/balance", "/tools/slow", "/tools/transfer", "/tools/pay", "/mint")])
+            "/tools/balance", "/tools/slow", "/tools/busy", "/tools/transfer", "/tools/pay", "/mint")])
         verified = ToolHostVerifier(app, request_secret=self.request_secret, audience=AUDIENCE, jwks=self.jwks,
                                     signature_only_paths={"/mint"}, replay_cache=ReplayCache())
         self.port = free_port()
@@ -75,6 +77,8 @@ class ToolHost:
             while not self.gate.is_set():  # until the test releases it
                 await asyncio.sleep(0.01)
             return JSONResponse({"done": True})
+        if path == "/tools/busy":
+            return JSONResponse({"error": "busy"}, status_code=503, headers={"Retry-After": "2"})
         if path == "/tools/transfer":
             return JSONResponse({"patch_ref": f"tr_{body['tool_call_id'][:8]}"})
         if path == "/tools/pay":

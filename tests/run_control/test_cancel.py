@@ -120,3 +120,17 @@ def test_relay_key_without_subject_cancels_any_run_of_its_workspace(http, tenant
     assert http.post(f"/v1/loom/runs/{run_id}/cancel", headers=stranger.headers(None)).status_code == 404
     resp = http.post(f"/v1/loom/runs/{run_id}/cancel", headers=tenant.headers(None))
     assert resp.status_code == 200 and resp.json()["data"]["error"]["code"] == "cancelled"
+
+
+def test_cancel_between_attempts_stops_the_retries_and_records_them(caller, toolhost):
+    thread = caller.thread()
+    run_id = _run_id(caller.post(thread, "call: busy {}"))
+    toolhost.wait_for_call("/tools/busy")  # first attempt answered 503; the retry waits 2 s
+    assert caller.cancel(run_id).status_code == 200
+    wait_until(lambda: caller.trace(run_id)["turns"][0]["tool_calls"][0]["status"] == "failed",
+               what="the stopped retries to be recorded")
+    [call] = caller.trace(run_id)["turns"][0]["tool_calls"]
+    assert call["result"]["error"]["code"] == "cancelled"
+    time.sleep(2.5)
+    assert len(toolhost.calls("/tools/busy")) == 1  # never retried after the cancel
+    assert caller.run(run_id)["state"] == "failed"

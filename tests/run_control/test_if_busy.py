@@ -117,3 +117,22 @@ def test_another_subject_cannot_post_to_the_thread(caller, toolhost):
     for mode in ("enqueue", "interrupt"):
         resp = caller.post(thread, "hi", subject="web:mallory", if_busy=mode)
         assert resp.status_code == 404 and resp.json()["error"]["code"] == "not_found"
+
+
+def test_concurrent_enqueues_are_all_kept_and_run_one_at_a_time(caller, toolhost):
+    from concurrent.futures import ThreadPoolExecutor
+
+    thread = caller.thread()
+    first = _data(caller.post(thread, "call: slow {}"))["run_id"]
+    toolhost.wait_for_call("/tools/slow")
+    with ThreadPoolExecutor(6) as pool:
+        posted = list(pool.map(lambda n: _data(caller.post(thread, f"m{n}", if_busy="enqueue")), range(6)))
+    assert sorted(p["queue_position"] for p in posted) == [1, 2, 3, 4, 5, 6]
+    toolhost.release()
+    for p in posted:
+        assert caller.wait(p["run_id"], states=("closed",), timeout=20)["state"] == "closed"
+    messages = caller.messages(thread)
+    assert [m["role"] for m in messages] == ["user", "assistant"] * 7  # never two runs at once
+    by_position = [p["message_id"] for p in sorted(posted, key=lambda p: p["queue_position"])]
+    assert [m["id"] for m in messages if m["role"] == "user"][1:] == by_position  # in queue order
+    assert caller.run(first)["state"] == "closed"

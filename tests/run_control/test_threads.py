@@ -136,8 +136,11 @@ def test_erase_a_subject(http, tenant, toolhost, server):
     bad = http.delete("/v1/loom/subjects/not%20a%20subject", headers=tenant.headers(None))
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_subject"
     assert http.delete(path).status_code == 401
-    resp = http.delete(path, headers=tenant.headers(None))
-    assert resp.status_code == 200, resp.text
+    with EventListener(server, tenant.headers("web:erin"), threads[1]) as events:
+        resp = http.delete(path, headers=tenant.headers(None))
+        assert resp.status_code == 200, resp.text
+        events.wait_for(lambda n, d: n == "thread.deleted" and d == {"thread_id": threads[1],
+                                                                       "reason": "subject_erased"})
     assert resp.json()["data"]["erased"]["threads"] == 2 and resp.json()["data"]["subject"] == "web:erin"
     server.flush_request_log()
     assert _rows_mentioning(tenant, set(threads)) == []

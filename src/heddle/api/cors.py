@@ -17,7 +17,8 @@ from heddle.errors import HeddleError
 
 ALLOW_METHODS = "GET, POST, OPTIONS"
 ALLOW_HEADERS = "Authorization, Content-Type, Service-Run, Request-Id, Idempotency-Key"
-EXPOSE_HEADERS = "Request-Id"
+# A browser's retry logic needs to see a replay and how long a 429 asks it to wait.
+EXPOSE_HEADERS = "Request-Id, Idempotent-Replayed, Retry-After"
 MAX_AGE = "600"
 
 

@@ -97,14 +97,21 @@ async def loom_session(request: Request, *, write: bool = False) -> AsyncIterato
 
     A context manager rather than two `Depends` generators: FastAPI wraps each generator
     dependency's exit in a shielded cancel scope, which cost more than the queries of a read.
-    A direct token is verified before the write transaction starts (its own short session),
-    so a JWKS fetch never holds the write lock.
+    The caller is authenticated before the write transaction starts, so neither a JWKS fetch
+    nor a rate-limit check holds the write lock.
     """
     db = services(request).database()
-    async with (db.write_session() if write else db.session()) as session:
-        auth = await _loom(request, session, write=write)
-        if write:  # an `Idempotency-Key` is the transaction's first write (heddle/idempotency/http.py)
-            await claim_key(session, request, auth.workspace_id, auth.subject)
+    if not write:
+        async with db.session() as session:
+            yield await _loom(request, session, write=False), session
+        return
+    # A write authenticates (and is counted against its rate limits, which may be a Redis round
+    # trip) in a short read session first, so nothing is awaited under the write lock.
+    async with db.session() as session:
+        auth = await _loom(request, session, write=True)
+    async with db.write_session() as session:
+        # An `Idempotency-Key` is the transaction's first write (heddle/idempotency/http.py).
+        await claim_key(session, request, auth.workspace_id, auth.subject)
         yield auth, session
 
 

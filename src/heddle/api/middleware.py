@@ -40,12 +40,13 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-async def _send_error(send: Send, err: HeddleError, request_id: str) -> None:
+async def _send_error(send: Send, err: HeddleError, request_id: str, *, close: bool = False) -> None:
     body = json.dumps(err.envelope()).encode()
-    await send({"type": "http.response.start", "status": err.status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"request-id", request_id.encode()),
-    ]})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+               (b"request-id", request_id.encode())]
+    if close:  # the rest of the body was never read: this connection cannot carry another request
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": err.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -109,7 +110,7 @@ class RequestContextMiddleware:
                 try:
                     body = await read_body(receive, limit=self.max_body_bytes, timeout=self.body_timeout)
                 except HeddleError as err:
-                    await _send_error(send_wrapper, err, request_id)
+                    await _send_error(send_wrapper, err, request_id, close=True)
                     return
                 if body is None:  # the client hung up mid-body: nobody to answer
                     status_holder["status"] = 499

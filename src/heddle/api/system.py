@@ -9,10 +9,16 @@ from sqlalchemy import text
 
 from heddle import __version__
 from heddle.api.deps import services
-from heddle.api.envelope import Envelope, ReadModel, error_responses
+from heddle.api.envelope import Envelope, ReadModel, error_responses, ok
 from heddle.errors import HeddleError
 
 router = APIRouter(tags=["operations"])
+
+
+@router.get("/", summary="Where to start: the API reference and the OpenAPI document", include_in_schema=False)
+async def root():
+    return ok({"name": "Heddle", "version": __version__, "docs": "/docs", "redoc": "/redoc",
+               "openapi": "/openapi.json", "api": "/v1", "health": "/healthz"})
 
 
 class Health(ReadModel):

@@ -10,11 +10,14 @@ import typer
 from rich.table import Table
 
 from heddle.billing import service as billing
+from heddle.cli.config_errors import exit_with, is_settings_error, settings_problem
+from heddle.cli.database import DatabaseMissing
 from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, fail, run_db
 from heddle.config import get_settings
 from heddle.loom import agents as agent_service
 from heddle.loom.agent_file import AgentFileError, load_agent_file
 from heddle.money import to_credits, to_micro
+from heddle.outbound.safe_http import validate_outbound_url
 from heddle.webhooks import service as webhook_service
 from heddle.workspaces import service as ws_service
 
@@ -30,10 +33,32 @@ _EXPECTED = (ValueError, LookupError)
 def _guard(as_json: bool, call):
     try:
         return call()
+    except DatabaseMissing as exc:
+        fail(str(exc), as_json, code="database_missing")
     except ws_service.NotFound as exc:
         fail(str(exc).strip("'\""), as_json, code="not_found")
     except _EXPECTED as exc:
+        if is_settings_error(exc):  # a bad HEDDLE_* value, not a bad argument
+            exit_with(settings_problem(exc))
         fail(str(exc).strip("'\""), as_json)
+
+
+DevFlag = typer.Option(False, "--dev", help="Accept http and loopback/private URLs (local development; the "
+                       "server must run with --dev too). Also HEDDLE_OUTBOUND_ALLOW_PRIVATE=true.")
+
+
+def _outbound_url(value: str | None, option: str, dev: bool, as_json: bool) -> str | None:
+    """Check a URL Heddle will call with the same strict rules as the calls themselves, when it
+    is saved rather than when a run first needs it; None or '' (clear) pass through."""
+    if not value:
+        return value
+    allow_private = dev or get_settings().allow_private_outbound
+    try:
+        validate_outbound_url(value, allow_private)
+    except ValueError as exc:
+        hint = "" if allow_private else " To save it for local development, add --dev."
+        fail(f"{option} {value!r} refused: {exc}.{hint}", as_json, code="invalid_url")
+    return value
 
 
 def known_model_classes() -> list[str]:
@@ -74,7 +99,7 @@ def workspace_update(
     webhook_url: str | None = typer.Option(None, "--webhook-url",
                                            help="Where run webhooks are POSTed ('' removes the webhook)."),
     rotate_webhook_secret: bool = typer.Option(False, "--rotate-webhook-secret"),
-    database_url: str = DatabaseUrl, as_json: bool = JsonFlag,
+    dev: bool = DevFlag, database_url: str = DatabaseUrl, as_json: bool = JsonFlag,
 ):
     jwks_json: dict[str, Any] | None = None
     if jwks_file is not None:
@@ -85,6 +110,8 @@ def workspace_update(
     if realtime not in (None, "on", "off"):
         fail("--realtime must be on or off", as_json)
     origins = [] if clear_origins else (list(allowed_origin) if allowed_origin else None)
+    jwks_uri = _outbound_url(jwks_uri, "--jwks-uri", dev, as_json)
+    mint_url = _outbound_url(mint_url, "--mint-url", dev, as_json)
 
     async def work(s):
         ws = await ws_service.update_workspace(
@@ -143,8 +170,10 @@ def key_revoke(key_id: str = typer.Argument(...), database_url: str = DatabaseUr
 
 @connection_app.command("create")
 def connection_create(workspace: str = typer.Option(..., "--workspace"), name: str = typer.Option(..., "--name"),
-                      base_url: str = typer.Option(..., "--base-url"), database_url: str = DatabaseUrl,
-                      as_json: bool = JsonFlag):
+                      base_url: str = typer.Option(..., "--base-url"), dev: bool = DevFlag,
+                      database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+    base_url = _outbound_url(base_url, "--base-url", dev, as_json)
+
     async def work(s):
         conn = await ws_service.create_connection(s, workspace, name, base_url)
         return {"id": str(conn.id), "name": conn.name, "base_url": conn.base_url}

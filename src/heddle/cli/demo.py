@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import typer
 
-from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, run_db
+from heddle.cli.database import DatabaseMissing
+from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, fail, run_db
 from heddle.loom import agents as agent_service
 from heddle.loom.agent_file import AgentFile
 from heddle.workspaces import service as ws_service
@@ -42,7 +44,10 @@ def demo(toolhost_url: str = typer.Option(DEMO_TOOLHOST, "--toolhost-url",
         return {"workspace_id": ws.id, "key_id": key.id, "secret": secret, "agent_id": agent.id,
                 "request_secret": ws.request_secret, "toolhost_url": toolhost_url}
 
-    data = run_db(database_url, work)
+    try:
+        data = run_db(database_url, work)
+    except DatabaseMissing as exc:
+        fail(str(exc), as_json, code="database_missing")
     emit(data, as_json, _explain)
 
 
@@ -55,12 +60,17 @@ Agent: {d['agent_id']} (scripted model; tools: identify, get_balance, send_trans
 1. Start Heddle (another terminal):  heddle serve --dev
 2. Optional, for the hosted tools, start the example tool host (it also serves a relay mint endpoint):
    TOOLHOST_REQUEST_SECRET={d['request_secret']} TOOLHOST_AUDIENCE=demo-payments \
-     python -m examples.toolhost serve --keys ./toolhost-keys        (listens on {d['toolhost_url']})
-   heddle workspace update {d['workspace_id']} --mint-url {d['toolhost_url']}/mint \
-     --jwks-file ./toolhost-keys/jwks.json
+     python -m examples.toolhost serve --keys ./toolhost-keys --port {_port(d['toolhost_url'])}  (repository root)
+   heddle workspace update {d['workspace_id']} --dev --mint-url {d['toolhost_url']}/mint \
+     --jwks-file ./toolhost-keys/jwks.json      (--dev: a local http URL, for development only)
 3. Talk to the agent:
    curl -s localhost:8080/v1/loom/threads {h} -d '{{"agent": "{d['agent_id']}"}}'
    curl -s localhost:8080/v1/loom/threads/THREAD_ID/messages {h} -d '{{"content": "Where does DEUTDEFF go?"}}'
    curl -s localhost:8080/v1/loom/runs/RUN_ID/trace {h}
    Try also: "ask: Which account?", "call: get_balance {{}}", "call: send_transfer {{\\"amount\\": 10}}"
-""", highlight=False)
+""", highlight=False, soft_wrap=True)  # soft_wrap: commands must stay on one line to copy them
+
+
+def _port(url: str) -> int:
+    parts = urlsplit(url)
+    return parts.port or (443 if parts.scheme == "https" else 80)

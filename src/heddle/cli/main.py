@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
+from heddle.cli.config_errors import exit_with, is_settings_error, settings_problem
 from heddle.cli.control import agent_app, connection_app, credits_app, key_app, workspace_app
 from heddle.cli.demo import demo
 from heddle.cli.output import DatabaseUrl, JsonFlag, emit, run_db
+from heddle.cli.up import up
 from heddle.cli.webhooks import webhook_app
 from heddle.identify.cli import app as identify_app
 
@@ -19,6 +23,7 @@ app.add_typer(agent_app, name="agent")
 app.add_typer(credits_app, name="credits")
 app.add_typer(webhook_app, name="webhook")
 app.command("demo")(demo)
+app.command("up")(up)
 app.add_typer(identify_app, name="identify", help="Identify directories: import official files, show coverage.")
 
 
@@ -41,7 +46,10 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     import uvicorn
 
     from heddle.app import create_app
+    from heddle.cli.config_errors import check_serving_config
+    from heddle.cli.database import resolve as resolve_database
     from heddle.config import Settings
+    from heddle.db import sqlite_owner
     from heddle.serving import uvicorn_options
 
     overrides: dict = {}
@@ -54,7 +62,16 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     if dev:
         overrides.update(dev=True, log_json=False)
     settings = Settings(**overrides)
+    check_serving_config(settings)
     _check_or_exit(settings, "serve")
+    try:  # held until the process exits; refused in one clear line rather than a start-up traceback
+        sqlite_owner.hold(settings.database_url)
+    except sqlite_owner.DatabaseInUse as exc:
+        typer.echo(f"heddle serve: {exc}", err=True)
+        raise typer.Exit(1) from None
+    _, database_line = resolve_database(settings.database_url, may_create=True)
+    sys.stderr.write(f"Heddle on http://{settings.host}:{settings.port} (API reference at /docs); "
+                     f"{database_line}\n")
     uvicorn.run(create_app(settings), **uvicorn_options(settings))
 
 
@@ -92,8 +109,15 @@ def migrate(database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     async def work(_session):
         return {"migrated": True}
 
-    emit(run_db(database_url, work), as_json, lambda d: print("Database is at the latest migration."))
+    # Creating the database is this command's job, so a missing SQLite file is created.
+    emit(run_db(database_url, work, may_create=True), as_json,
+         lambda d: print("Database is at the latest migration."))
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except Exception as exc:  # a bad HEDDLE_* value: one line, not a traceback
+        if is_settings_error(exc):
+            exit_with(settings_problem(exc))
+        raise

@@ -11,7 +11,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
-from heddle.config import get_settings
+from heddle.cli.database import resolve as resolve_database
 from heddle.db.base import Database
 from heddle.db.migrate import upgrade
 
@@ -40,9 +40,14 @@ def fail(message: str, as_json: bool, code: str = "invalid_argument", exit_code:
     raise typer.Exit(exit_code)
 
 
-def run_db(database_url: str | None, work: Callable[[Any], Awaitable[T]]) -> T:
-    """Migrate, then run `work(session)` in one transaction (nothing half-written on error)."""
-    url = database_url or get_settings().database_url
+def run_db(database_url: str | None, work: Callable[[Any], Awaitable[T]], *, may_create: bool = False) -> T:
+    """Migrate, then run `work(session)` in one transaction (nothing half-written on error).
+
+    Says which database on stderr; raises DatabaseMissing rather than create a SQLite file
+    nobody asked for (heddle.cli.database).
+    """
+    url, line = resolve_database(database_url, may_create=may_create)
+    sys.stderr.write(line + "\n")  # plain: a path must not be wrapped or styled
 
     async def main() -> T:
         db = Database(url)

@@ -22,7 +22,7 @@ from heddle.loom.schemas import (
     Message,
     MessageAccepted,
     Run,
-    SubjectDeleted,
+    SubjectErased,
     Thread,
     ThreadDeleted,
     ThreadDetail,
@@ -157,10 +157,10 @@ def delete_thread(auth: Auth, thread_id: str, subject: str | None) -> Call[Threa
     return Call("DELETE", f"/v1/loom/threads/{thread_id}", ThreadDeleted, headers=auth.loom_headers(subject))
 
 
-def delete_subject(subject: str) -> Call[SubjectDeleted]:
+def delete_subject(subject: str) -> Call[SubjectErased]:
     from urllib.parse import quote
 
-    return Call("DELETE", f"/v1/loom/subjects/{quote(subject, safe='')}", SubjectDeleted)
+    return Call("DELETE", f"/v1/loom/subjects/{quote(subject, safe='')}", SubjectErased)
 
 
 def post_message(auth: Auth, thread_id: str, content: str, subject: str | None, connection: str | None,

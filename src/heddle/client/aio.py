@@ -19,7 +19,7 @@ from heddle.loom.schemas import (
     Message,
     MessageAccepted,
     Run,
-    SubjectDeleted,
+    SubjectErased,
     Thread,
     ThreadDeleted,
     ThreadDetail,
@@ -126,7 +126,7 @@ class AsyncLoom:
         """Erase the thread: its messages, runs, turns and tool calls."""
         return await self._c.request(c.delete_thread(self._c.auth, thread_id, subject))
 
-    async def delete_subject(self, subject: str) -> SubjectDeleted:
+    async def delete_subject(self, subject: str) -> SubjectErased:
         """Erase every thread of a person (relay key only)."""
         return await self._c.request(c.delete_subject(subject))
 

@@ -17,7 +17,7 @@ from heddle.loom.schemas import (
     Message,
     MessageAccepted,
     Run,
-    SubjectDeleted,
+    SubjectErased,
     Thread,
     ThreadDeleted,
     ThreadDetail,
@@ -118,7 +118,7 @@ class Loom:
         """Erase the thread: its messages, runs, turns and tool calls."""
         return self._c.request(c.delete_thread(self._c.auth, thread_id, subject))
 
-    def delete_subject(self, subject: str) -> SubjectDeleted:
+    def delete_subject(self, subject: str) -> SubjectErased:
         """Erase every thread of a person (relay key only)."""
         return self._c.request(c.delete_subject(subject))
 

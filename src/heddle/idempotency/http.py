@@ -173,8 +173,8 @@ async def record_response(session: AsyncSession, request: Request, response: Res
     if pending is None:
         return
     assert pending.workspace_id is not None and pending.fingerprint is not None, "call replay_if_seen first"
-    await store.claim(session, pending.workspace_id, pending.key, pending.fingerprint, _ttl(request))
-    await store.complete(session, pending.workspace_id, pending.key, response.status_code, bytes(response.body))
+    await store.claim(session, pending.workspace_id, pending.key, pending.fingerprint, _ttl(request),
+                      response=StoredResponse(response.status_code, bytes(response.body)))
 
 
 async def commit_response(session: AsyncSession, request: Request, response: Response) -> Response:

@@ -46,8 +46,10 @@ async def find(session: AsyncSession, workspace_id: str, key: str, fingerprint: 
     return StoredResponse(row.status_code, (row.body or "").encode())
 
 
-async def claim(session: AsyncSession, workspace_id: str, key: str, fingerprint: str, ttl: dt.timedelta) -> None:
+async def claim(session: AsyncSession, workspace_id: str, key: str, fingerprint: str, ttl: dt.timedelta,
+                response: StoredResponse | None = None) -> None:
     """Insert the key's row in the caller's transaction, or raise Replay / 409 if it holds one.
+    With `response` (known already, as for Identify) the row is inserted complete.
 
     On PostgreSQL a concurrent transaction that inserted the same key first makes this INSERT
     wait until it ends, then fail with IntegrityError (the HTTP layer then replays the winner).
@@ -61,7 +63,9 @@ async def claim(session: AsyncSession, workspace_id: str, key: str, fingerprint:
             raise Replay(StoredResponse(row.status_code, (row.body or "").encode()))
         await session.delete(row)  # expired: the key is free again
         await session.flush()
-    session.add(IdempotencyRecord(workspace_id=workspace_id, key=key, fingerprint=fingerprint))
+    session.add(IdempotencyRecord(workspace_id=workspace_id, key=key, fingerprint=fingerprint,
+                                  status_code=response.status_code if response else None,
+                                  body=response.body.decode() if response else None))
     await session.flush()
 
 

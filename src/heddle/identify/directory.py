@@ -34,6 +34,7 @@ class DirectoryRecord:
     institution: Institution
     rails_complete: bool = False
     note: str | None = None
+    branch: str | None = None  # the directory's branch name (IFSC rows)
 
     def rails_with(self, curated: Institution | None) -> tuple[str, ...]:
         """The row's rails, then the curated institution's, unless the row's are exhaustive."""
@@ -58,7 +59,9 @@ def record_from_row(rail: str, code: str, name: str, type_: str, bic: str | None
         note = ("A FedGlobal entry: ACH items to this routing number go to an institution "
                 "outside the US through the Federal Reserve's international ACH service; the "
                 "directory does not give its country.")
-    return DirectoryRecord(institution, bool(extra.get("rails_complete")), note)
+    branch = extra.get("branch") if isinstance(extra.get("branch"), str) else None
+    return DirectoryRecord(institution, bool(extra.get("rails_complete")), note,
+                           sys.intern(branch) if branch else None)
 
 
 class Directory:

@@ -49,9 +49,14 @@ _ACCOUNT_SEPARATORS = re.compile(r"[\s\-]+")
 _ACCOUNT_CHARS = re.compile(r"[A-Z0-9]{1,34}", re.ASCII)
 
 
+# User-assigned codes that banking uses as countries: XK (Kosovo) in BICs and IBANs.
+BANKING_COUNTRIES = frozenset({"XK"})
+
+
 def is_country(code: str) -> bool:
-    """True for an ISO 3166-1 alpha-2 code (uppercase)."""
-    return len(code) == 2 and code.isascii() and pycountry.countries.get(alpha_2=code) is not None
+    """True for an ISO 3166-1 alpha-2 code (uppercase), or XK (Kosovo) as banking uses it."""
+    return len(code) == 2 and code.isascii() and (
+        code in BANKING_COUNTRIES or pycountry.countries.get(alpha_2=code) is not None)
 
 
 class IdentifyRequest(BaseModel):
@@ -204,7 +209,8 @@ def format_timestamp(value: dt.datetime) -> str:
 
 class InstitutionAddress(ReadModel):
     city: str | None = None
-    country: str = Field(description="ISO 3166-1 alpha-2.")
+    # Unknown for a few directory rows (a FedACH FedGlobal participant abroad), then omitted.
+    country: str | None = Field(None, description="ISO 3166-1 alpha-2, when known.")
 
 
 class IdentifiedInstitution(ReadModel):
@@ -212,7 +218,7 @@ class IdentifiedInstitution(ReadModel):
     type: str = Field(examples=["bank"])
     code: str = Field(description="The institution's code on this rail.")
     bic: str | None = None
-    address: InstitutionAddress
+    address: InstitutionAddress | None = Field(None, description="Omitted when nothing is known.")
 
 
 class AccountHolder(ReadModel):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import and_, case, delete, or_, select, update
 
 from heddle.auth.context import AuthContext
 from heddle.db.base import utcnow
@@ -127,7 +127,7 @@ async def cancel_run(session, auth: AuthContext, run_id: str, effects: Effects) 
     return await render_run(session, run)
 
 
-async def hold_or_cancelled(session, fence) -> None:
+async def hold_or_cancelled(session, fence, **values) -> None:
     """Like `Fence.hold`, but also passes when the run was cancelled under this executor.
 
     Cancel leaves the fencing token as it is (it changes the state, which already fails every
@@ -137,7 +137,9 @@ async def hold_or_cancelled(session, fence) -> None:
     result = await session.execute(
         update(Run).where(Run.id == fence.run_id, Run.fence == fence.token,
                           or_(Run.state == RUNNING, and_(Run.state == FAILED, Run.error_code == CANCELLED)))
-        .values(updated_at=Run.updated_at).execution_options(synchronize_session=False))
+        .values(updated_at=Run.updated_at, lease_expires_at=case(
+            (Run.state == RUNNING, utcnow() + fence.lease), else_=Run.lease_expires_at), **values)
+        .execution_options(synchronize_session=False))
     if result.rowcount != 1:
         raise fence.stale()
 

@@ -17,12 +17,14 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, insert, select
 
 from heddle.billing import service as billing
 from heddle.config import Settings
-from heddle.db.base import Database
+from heddle.db.base import Database, utcnow
 from heddle.errors import HeddleError
+from heddle.loom import engine_sql as sql
+from heddle.loom import queries as q
 from heddle.loom.approvals import AWAITING_APPROVAL, initial_status
 from heddle.loom.control import advance_queue, hold_or_cancelled
 from heddle.loom.deltas import DeltaStream
@@ -30,11 +32,10 @@ from heddle.loom.effects import Effects, EventSink
 from heddle.loom.history import build_conversation
 from heddle.loom.lease import Fence
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
-from heddle.loom.providers.base import ModelProviderError, ModelResponse
+from heddle.loom.providers.base import DEFAULT_HISTORY_TOKENS, ModelProviderError, ModelResponse
 from heddle.loom.providers.registry import cost_micro
-from heddle.loom.queries import next_message_seq
 from heddle.loom.run_events import RunEventLog, stage
-from heddle.loom.serializers import message_dict
+from heddle.loom.serializers import message_dict, run_dict
 from heddle.loom.service import render_run
 from heddle.loom.states import (
     CALL_EVENT_FOR_STATUS,
@@ -43,6 +44,7 @@ from heddle.loom.states import (
     StaleExecutor,
     transition,
     transition_call,
+    transition_values,
 )
 from heddle.loom.tools import ToolRunner, tool_definition, tool_specs
 from heddle.observability.logging import get_logger
@@ -51,7 +53,8 @@ from heddle.workspaces.models import Workspace
 
 log = get_logger(__name__)
 
-
+_INSERT_TURN = insert(Turn.__table__)
+_INSERT_TOOL_CALL = insert(ToolCall.__table__)
 _REALTIME_ENABLED = select(Workspace.realtime_enabled).where(Workspace.id == bindparam("workspace_id"))
 
 
@@ -92,13 +95,27 @@ class RunEngine:
             self._abandoned.add(run_id)
             call.cancel()
 
-    async def execute(self, run_id: uuid.UUID, fence: Fence) -> None:
-        """Advance the run while this executor holds it with `fence` (see heddle.loom.lease)."""
+    def _history_budget(self, agent: Agent) -> tuple[int, str]:
+        """The agent's model class's history budget and provider (defaults if not configured:
+        the model turn then fails `model_not_configured` anyway)."""
+        try:
+            model_class = self.registry.get(agent.model_class)
+        except Exception:
+            return DEFAULT_HISTORY_TOKENS, "scripted"
+        return model_class.history_tokens, model_class.provider
+
+    async def execute(self, run_id: uuid.UUID, fence: Fence) -> bool:
+        """Advance the run while this executor holds it with `fence` (see heddle.loom.lease).
+
+        True when nothing is left to release: the run left `running` (its lease with it) or
+        another executor holds it.
+        """
         deadline = time.monotonic() + self.settings.run_max_seconds
         try:
             try:
                 while await self._step(run_id, fence, deadline):
                     pass
+                return True
             except RunFailure as failure:
                 await self._fail(fence, failure.code, failure.message)
             except StaleExecutor:
@@ -106,46 +123,59 @@ class RunEngine:
             except Exception as exc:  # never leave a run stuck in `running` on a bug
                 log.exception("run_engine_error", run_id=str(run_id))
                 await self._fail(fence, "internal_error", f"unexpected engine error ({type(exc).__name__})")
+            return False
         except StaleExecutor as stale:
             # Another executor holds the run now (this one was paused or cut off past its
             # lease) or it left `running`: whatever this one was doing is not written.
             log.warning("run_executor_stale", run_id=str(run_id), fence=fence.token, why=stale.why)
+            return True
 
     # -- one step -------------------------------------------------------------------------
 
     async def _step(self, run_id: uuid.UUID, fence: Fence, deadline: float) -> bool:
         """Do one unit of work; False when the run no longer needs this executor."""
         async with self.db.session() as session:
-            run = await session.get(Run, run_id)
-            if run is None or run.state != RUNNING:
+            row = (await session.execute(sql.STEP_READ, {"rid": run_id})).first()
+            if row is None or row.Run.state != RUNNING:
                 return False
+            run, agent, balance, realtime = row
             if run.fence != fence.token:
                 raise fence.stale()
-            agent = await session.get(Agent, run.agent_id)
-            calls = list(await session.scalars(
-                select(ToolCall).where(ToolCall.run_id == run.id).order_by(ToolCall.seq)))
-        if time.monotonic() > deadline:
-            raise RunFailure("max_duration_exceeded",
-                             f"The run took longer than {self.settings.run_max_seconds:g} s.")
-        pending = [tc for tc in calls if tc.status == "pending" and tc.kind != "ask"]
+            # A run's tool calls come from its turns: before its first turn there are none.
+            calls = list(await session.scalars(sql.RUN_TOOL_CALLS, {"rid": run.id})) if run.turn_count else []
+            if time.monotonic() > deadline:
+                raise RunFailure("max_duration_exceeded",
+                                 f"The run took longer than {self.settings.run_max_seconds:g} s.")
+            pending = [tc for tc in calls if tc.status == "pending" and tc.kind != "ask"]
+            approval = any(tc.status == AWAITING_APPROVAL for tc in calls)  # interaction: approve
+            awaiting = any(tc.status == "awaiting_outcome" for tc in calls)
+            asked = [tc for tc in calls if tc.kind == "ask" and tc.status == "pending"]
+            conversation = None
+            history: dict[str, Any] = {}  # the history cut, kept in the turn's request for the trace
+            if not (pending or approval or awaiting or asked):
+                if run.turn_count >= self.settings.run_max_turns:
+                    raise RunFailure("max_turns_exceeded",
+                                     f"The run used its {self.settings.run_max_turns} model turns.")
+                budget, provider = self._history_budget(agent)
+                conversation = await build_conversation(session, run, agent, calls, history_tokens=budget,
+                                                        provider=provider, report=history)
+        realtime = bool(realtime) and self.events() is not None
         if pending:
             await self._run_tool(run, agent, pending[0], fence)
             return True
-        if any(tc.status == AWAITING_APPROVAL for tc in calls):
-            await self._pause(fence, "await_approval")  # interaction: approve, before the call
+        if approval:
+            await self._pause(fence, "await_approval")  # asks before the call is made
             return False
-        if any(tc.status == "awaiting_outcome" for tc in calls):
+        if awaiting:
             await self._pause(fence, "await_outcome")
             return False
-        asked = [tc for tc in calls if tc.kind == "ask" and tc.status == "pending"]
         if asked:
-            await self._ask(fence, asked[0])
+            await self._ask(run, fence, asked[0], realtime)
             return False
-        if run.turn_count >= self.settings.run_max_turns:
-            raise RunFailure("max_turns_exceeded", f"The run used its {self.settings.run_max_turns} model turns.")
-        return await self._model_turn(run, agent, fence, deadline)
+        return await self._model_turn(run, agent, calls, fence, deadline, conversation, balance, realtime, history)
 
-    async def _model_turn(self, run: Run, agent: Agent, fence: Fence, deadline: float) -> bool:
+    async def _model_turn(self, run: Run, agent: Agent, calls: list[ToolCall], fence: Fence, deadline: float,
+                          conversation, balance: int, realtime: bool, history: dict[str, Any]) -> bool:
         """One model turn in one transaction; False when it closed the run (nothing left to do)."""
         try:
             model_class = self.registry.get(agent.model_class)
@@ -153,19 +183,13 @@ class RunEngine:
             raise RunFailure("model_not_configured",
                              f"Model class {agent.model_class!r} is not configured on this server.") from None
         provider = self.registry.provider_for(model_class)
-        async with self.db.session() as session:
-            history: dict[str, Any] = {}  # the history cut, kept in the turn's request for the trace
-            conversation = await build_conversation(session, run, agent, history_tokens=model_class.history_tokens,
-                                                    provider=model_class.provider, report=history)
-            balance = await billing.balance_micro(session, run.workspace_id)
-            stream = DeltaStream(run.id, run.thread_id, sink=self.events() if await self._realtime_enabled(
-                session, run.workspace_id) else None, store=self.run_events)
         specs = tool_specs(agent)
         # A turn costs at most its input (estimated from characters) plus max_tokens of output.
         est_in = sum(len(m.content or "") for m in conversation) // 3 + 50
         worst = cost_micro(model_class, est_in, model_class.max_tokens)
         if balance <= 0 or balance < worst:
             raise RunFailure("insufficient_credits", "The workspace balance cannot pay for the next model turn.")
+        stream = DeltaStream(run.id, run.thread_id, sink=self.events() if realtime else None, store=self.run_events)
         started = time.perf_counter()
         call = asyncio.ensure_future(provider.complete(model_class, conversation, specs, stream))
         self._model_calls[run.id] = call
@@ -187,66 +211,67 @@ class RunEngine:
             await self.run_events.drain(run.id)  # the reply's deltas are stored before its message
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
         effects = Effects()
+        finish = not response.tool_calls
         async with self.db.transaction() as session:
-            await fence.hold(session)
-            run = await session.get(Run, run.id)
-            turn = Turn(id=uuid.uuid4(), run_id=run.id, seq=run.turn_count + 1, model_class=model_class.name,
-                        input_tokens=response.input_tokens, output_tokens=response.output_tokens,
-                        cost_micro=cost, request={**response.request, "history": history},
-                        response={**response.response, "text": response.text},
-                        latency_ms=round((time.perf_counter() - started) * 1000, 3))
-            session.add(turn)
-            await session.flush()
+            # The fence guard carries the turn's counters and, for an answer, the transition.
+            values: dict[str, Any] = {"turn_count": run.turn_count + 1, "cost_micro": run.cost_micro + cost}
+            if finish:
+                values.update(transition_values(RUNNING, "finish"))
+            await fence.hold(session, **values)
+            turn_id = uuid.uuid4()
+            await session.execute(_INSERT_TURN, {
+                "id": turn_id, "run_id": run.id, "seq": run.turn_count + 1, "model_class": model_class.name,
+                "input_tokens": response.input_tokens, "output_tokens": response.output_tokens,
+                "cost_micro": cost, "request": {**response.request, "history": history},
+                "response": {**response.response, "text": response.text},
+                "latency_ms": round((time.perf_counter() - started) * 1000, 3), "created_at": utcnow()})
             try:
-                await billing.charge(session, run.workspace_id, cost, reason="model_turn", ref=str(turn.id),
+                await billing.charge(session, run.workspace_id, cost, reason="model_turn", ref=str(turn_id),
                                      run_id=run.id, key_id=run.key_id)
             except billing.InsufficientCredits:
                 raise RunFailure("insufficient_credits",
                                  "The workspace balance could not pay for the model turn.") from None
-            run.turn_count += 1
-            run.cost_micro += cost
+            sql.apply(run, values)
             self.metrics.credits_charged.labels("model_turn").inc(cost)
-            if response.tool_calls:
-                seq = await session.scalar(select(ToolCall.seq).where(ToolCall.run_id == run.id)
-                                           .order_by(ToolCall.seq.desc()).limit(1)) or 0
-                for i, call in enumerate(response.tool_calls, start=1):
-                    session.add(self._new_tool_call(run, agent, turn, seq + i, call))
+            if finish:
+                # The id the reply's `message.delta` events announced.
+                message = await sql.add_assistant_message(session, run, response.text or "",
+                                                          message_id=stream.message_id)
+                self.metrics.runs.labels("closed").inc()
+                # Always built, realtime or not: the SSE log and the webhooks (stage) need them too.
+                effects.message_created(run.thread_id, message_dict(message))
+                effects.run_updated(run.thread_id, await self._render(session, run, message))
+                await advance_queue(session, run.thread_id, effects)  # the thread's next queued run
             else:
-                await self._finish(session, run, fence, response.text or "", effects, stream.message_id)
+                seq = max((tc.seq for tc in calls), default=0)
+                await session.execute(_INSERT_TOOL_CALL, [
+                    self._new_tool_call(run, agent, turn_id, seq + i, call)
+                    for i, call in enumerate(response.tool_calls, start=1)])
             await stage(session, effects)
-            realtime = await self._realtime_enabled(session, run.workspace_id) if effects.events else False
         await self._publish(effects, run.workspace_id, realtime)
-        return bool(response.tool_calls)
+        return not finish
 
-    def _new_tool_call(self, run: Run, agent: Agent, turn: Turn, seq: int, call) -> ToolCall:
+    def _new_tool_call(self, run: Run, agent: Agent, turn_id: uuid.UUID, seq: int, call) -> dict[str, Any]:
         definition = tool_definition(agent, call.name)
-        tc = ToolCall(id=uuid.uuid4(), run_id=run.id, turn_id=turn.id, seq=seq, model_call_id=call.id,
-                      name=call.name, args=call.arguments or {}, status="pending", attempts=[], cost_micro=0)
+        now = utcnow()
+        tc = dict(id=uuid.uuid4(), run_id=run.id, turn_id=turn_id, seq=seq, model_call_id=call.id, name=call.name,
+                  args=call.arguments or {}, status="pending", attempts=[], cost_micro=0, result=None,
+                  kind=definition["kind"] if definition else "unknown", interaction="auto", risk="low",
+                  reliability="idempotent", connection_id=None, patch_ref=None, outcome_state=None,
+                  outcome_detail=None, outcome_at=None, fed_back=False, approval=None, created_at=now,
+                  updated_at=now)
         if definition is None:
-            tc.kind, tc.status = "unknown", "failed"
-            tc.result = {"error": {"code": "unknown_tool", "message": f"The agent has no tool {call.name!r}."}}
+            tc["status"] = "failed"
+            tc["result"] = {"error": {"code": "unknown_tool", "message": f"The agent has no tool {call.name!r}."}}
         elif definition["kind"] == "hosted":
-            tc.kind = "hosted"
-            tc.interaction, tc.risk = definition["interaction"], definition["risk"]
-            tc.reliability = definition["reliability"]
-            tc.status, tc.approval = initial_status(definition, tc.args)
-        else:
-            tc.kind = definition["kind"]
-            tc.interaction, tc.risk, tc.reliability = "auto", "low", "idempotent"
+            tc.update(interaction=definition["interaction"], risk=definition["risk"],
+                      reliability=definition["reliability"])
+            tc["status"], tc["approval"] = initial_status(definition, tc["args"])
         return tc
 
-    async def _finish(self, session, run: Run, fence: Fence, text: str, effects: Effects,
-                      message_id: uuid.UUID | None = None) -> None:
-        # `message_id` is the one the reply's `message.delta` events announced.
-        message = Message(id=message_id or uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
-                          seq=await next_message_seq(session, run.thread_id), role="assistant", content=text)
-        session.add(message)
-        await session.flush()
-        await transition(session, run, "finish", fence=fence.token)
-        self.metrics.runs.labels("closed").inc()
-        effects.message_created(run.thread_id, message_dict(message))
-        effects.run_updated(run.thread_id, await render_run(session, run))
-        await advance_queue(session, run.thread_id, effects)
+    async def _render(self, session, run: Run, latest: Message) -> dict[str, Any]:
+        """The run as the API shows it, from what this step already knows (no read but its connection)."""
+        return run_dict(run, latest=latest, connection=await q.connection_ref(session, run.connection_id))
 
     async def _realtime_enabled(self, session, workspace_id: str) -> bool:
         if self.events() is None:
@@ -274,7 +299,7 @@ class RunEngine:
         definition = tool_definition(agent, call.name) or {}
         if call.kind == "hosted" and call.attempts and call.reliability == "at_most_once":
             # A previous process started this call and died: its fate is unknown.
-            await self._record_tool(fence, call.id, "awaiting_outcome", {"error": {
+            await self._record_tool(run, fence, call, "awaiting_outcome", {"error": {
                 "code": "unknown_fate", "message": "The server stopped during this call; confirm its outcome."}})
             return
         # The tool runner writes its own fenced marks (an in-flight attempt, a charge) and
@@ -283,66 +308,63 @@ class RunEngine:
             try:
                 execution = await self.tools.run_hosted(run, call, definition, fence)
             except StaleExecutor:
-                await self._record_stopped_retries(fence, call.id)
+                await self._record_stopped_retries(run, fence, call)
                 raise
         else:
             execution = await self.tools.run_builtin(run, call, fence)
-        await self._record_tool(fence, call.id, execution.status, execution.result, execution)
+        await self._record_tool(run, fence, call, execution.status, execution.result, execution)
 
-    async def _record_tool(self, fence: Fence, call_id: uuid.UUID, status: str, result: dict[str, Any] | None,
-                           execution=None) -> None:
+    async def _record_tool(self, run: Run, fence: Fence, call: ToolCall, status: str,
+                           result: dict[str, Any] | None, execution=None) -> None:
+        """The call's result, in one fenced transaction (`run` and `call` as this step read them)."""
         async with self.db.transaction() as session:
-            # A call that was in flight when its run was cancelled is still recorded (its side
-            # effect may have happened); any other loss of the run stops here (StaleExecutor).
-            await hold_or_cancelled(session, fence)
-            call = await session.get(ToolCall, call_id)
-            run = await session.get(Run, call.run_id)
+            run_values: dict[str, Any] = {}
             fields: dict[str, Any] = {"result": result}
             if execution is not None:
                 fields["patch_ref"] = execution.patch_ref
-                if execution.attempts:  # earlier attempts (a crashed process's) stay in the trace
-                    earlier = list(call.attempts or [])
-                    if earlier and earlier[-1].get("in_flight"):
-                        earlier.pop()  # this call's own marker, replaced by its real attempts
-                    fields["attempts"] = [*earlier, *execution.attempts]
+                if execution.attempts:
+                    # This step read the attempts before its own in-flight mark (replaced by the
+                    # real attempts); a crashed process's earlier attempts stay in the trace.
+                    fields["attempts"] = [*(call.attempts or []), *execution.attempts]
                 if execution.connection_id and run.connection_id is None:
-                    run.connection_id = execution.connection_id
-                if execution.cost_micro and not execution.charged:
-                    try:
-                        await billing.charge(session, run.workspace_id, execution.cost_micro, reason="tool_call",
-                                             ref=str(call.id), run_id=run.id, key_id=run.key_id)
-                    except billing.InsufficientCredits:
-                        raise RunFailure("insufficient_credits",
-                                         "The workspace could not pay for a tool call.") from None
+                    run_values["connection_id"] = execution.connection_id
                 fields["cost_micro"] = execution.cost_micro
-                run.cost_micro += execution.cost_micro
+                if execution.cost_micro:
+                    run_values["cost_micro"] = run.cost_micro + execution.cost_micro
+            # A call that was in flight when its run was cancelled is still recorded (its side
+            # effect may have happened); any other loss of the run stops here (StaleExecutor).
+            await hold_or_cancelled(session, fence, **run_values)
+            if execution is not None and execution.cost_micro and not execution.charged:
+                try:
+                    await billing.charge(session, run.workspace_id, execution.cost_micro, reason="tool_call",
+                                         ref=str(call.id), run_id=run.id, key_id=run.key_id)
+                except billing.InsufficientCredits:
+                    raise RunFailure("insufficient_credits",
+                                     "The workspace could not pay for a tool call.") from None
             # Conditional on the call still being pending: a resolved call never moves back.
             await transition_call(session, call.id, CALL_PENDING, CALL_EVENT_FOR_STATUS[status], **fields)
 
-    async def _record_stopped_retries(self, fence: Fence, call_id: uuid.UUID) -> None:
+    async def _record_stopped_retries(self, run: Run, fence: Fence, call: ToolCall) -> None:
         """A cancel between two attempts of an idempotent call stops its retries: record that."""
         try:
-            await self._record_tool(fence, call_id, "failed", {"error": {
+            await self._record_tool(run, fence, call, "failed", {"error": {
                 "code": "cancelled", "message": "The run was cancelled between attempts; the call was not retried."}})
         except (StaleExecutor, HeddleError):
             pass  # not cancelled (another executor holds the run), or the call was already settled
 
-    async def _ask(self, fence: Fence, call: ToolCall) -> None:
+    async def _ask(self, run: Run, fence: Fence, call: ToolCall, realtime: bool) -> None:
         question = str((call.args or {}).get("question") or "").strip() or "Could you tell me more?"
         effects = Effects()
         async with self.db.transaction() as session:
-            await fence.hold(session)
-            run = await session.get(Run, fence.run_id)
-            message = Message(id=uuid.uuid4(), thread_id=run.thread_id, run_id=run.id,
-                              seq=await next_message_seq(session, run.thread_id), role="assistant", content=question)
-            session.add(message)
-            await session.flush()
-            await transition(session, run, "ask_user", fence=fence.token, pending_question=question)
+            values = {**transition_values(RUNNING, "ask_user"), "pending_question": question}
+            await fence.hold(session, **values)
+            sql.apply(run, values)
+            message = await sql.add_assistant_message(session, run, question)
             effects.message_created(run.thread_id, message_dict(message))
-            effects.run_updated(run.thread_id, await render_run(session, run))
+            effects.run_updated(run.thread_id, await self._render(session, run, message))
             await stage(session, effects)
         self.metrics.runs.labels("awaiting_input").inc()
-        await self._publish(effects, run.workspace_id)
+        await self._publish(effects, run.workspace_id, realtime)
 
     async def _pause(self, fence: Fence, event: str) -> None:
         effects = Effects()
@@ -359,8 +381,7 @@ class RunEngine:
         effects = Effects()
         try:
             async with self.db.transaction() as session:
-                await fence.hold(session)  # raises StaleExecutor when the run is no longer ours
-                run = await session.get(Run, run_id)
+                run = await session.get(Run, run_id)  # fenced transition: StaleExecutor if not ours
                 await transition(session, run, "fail", fence=fence.token, error_code=code,
                                  error_message=message[:2000])
                 effects.run_updated(run.thread_id, await render_run(session, run))

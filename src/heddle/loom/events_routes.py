@@ -8,19 +8,25 @@ from fastapi.responses import StreamingResponse
 from heddle.api.deps import loom_session, services
 from heddle.api.operations import LOOM, UUIDPath, operation
 from heddle.loom import queries as q
+from heddle.loom.routes import SUBJECT
 from heddle.loom.sse import RunEventStream, parse_event_id
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
+# Declared like every Loom read (security, Service-Subject, error codes), but the 200 body is
+# an event stream, not a JSON envelope.
+_OPERATION = operation(None, envelope=dict, auth=LOOM, headers=SUBJECT, errors=("not_found",))
+del _OPERATION["response_model"]
+_OPERATION["responses"][200] = {
+    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    "description": "`run.updated`, `message.created` and `message.delta` events, each with `id:` (the "
+                   "run's event sequence); the stream ends after the terminal event"}
 
-@router.get("/runs/{run_id}/events",
-            summary="The run's events as Server-Sent Events, resumable with Last-Event-ID",
-            **operation(None, auth=LOOM, headers=("Service-Subject",), errors=("not_found",),
-                        event_stream=("`run.updated` (data: Run), `message.created` (data: Message) and "
-                                      "`message.delta` events, each with `id:`; the stream ends after the "
-                                      "run's terminal event")))
+
+@router.get("/runs/{run_id}/events", response_class=StreamingResponse,
+            summary="The run's events as Server-Sent Events, resumable with Last-Event-ID", **_OPERATION)
 async def run_events(run_id: UUIDPath, request: Request,
                      last_event_id_header: str | None = Header(None, alias="Last-Event-ID", max_length=20),
                      last_event_id: str | None = Query(None, max_length=20,

@@ -78,10 +78,11 @@ def tool_result_content(tc: ToolCall) -> str | None:
     return json.dumps(body, default=str)
 
 
-async def build_conversation(session: AsyncSession, run: Run, agent: Agent, *,
-                             history_tokens: int = DEFAULT_HISTORY_TOKENS, provider: str = "scripted",
+async def build_conversation(session: AsyncSession, run: Run, agent: Agent, calls: list[ToolCall] | None = None,
+                             *, history_tokens: int = DEFAULT_HISTORY_TOKENS, provider: str = "scripted",
                              report: dict[str, Any] | None = None) -> list[ChatMessage]:
-    """The conversation for the run's next model turn; `report` receives the history cut."""
+    """The conversation for the run's next model turn; `calls` are the run's tool calls when the
+    caller has them; `report` receives the history cut."""
     messages: list[ChatMessage] = []
     if agent.instructions:
         messages.append(ChatMessage(role="system", content=agent.instructions))
@@ -91,8 +92,11 @@ async def build_conversation(session: AsyncSession, run: Run, agent: Agent, *,
         select(Message).where(Message.run_id == run.id, Message.role == "user").order_by(Message.seq).limit(1))
     if opening is not None:
         messages.append(ChatMessage(role="user", content=opening.content))
+    if calls is None:
+        calls = list(await session.scalars(select(ToolCall).where(ToolCall.run_id == run.id).order_by(ToolCall.seq)))
+    if not calls:  # turns without tool calls add nothing (see below): no need to read them
+        return messages
     turns = list(await session.scalars(select(Turn).where(Turn.run_id == run.id).order_by(Turn.seq)))
-    calls = list(await session.scalars(select(ToolCall).where(ToolCall.run_id == run.id).order_by(ToolCall.seq)))
     inputs: dict[str, str] = {}
     if any(tc.status == "declined" and (tc.result or {}).get("message_id") for tc in calls):
         inputs = {str(m.id): m.content for m in await session.scalars(

@@ -34,11 +34,16 @@ AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "s
                "invalid_subject", "rate_limited")
 
 
-def _apply_after_response(request: Request, auth: AuthContext, effects: Effects, background: BackgroundTasks):
+async def _apply_after_response(request: Request, auth: AuthContext, effects: Effects, background: BackgroundTasks):
     """Events and run starts go out after the response is sent, so the 202 never waits for
     the engine's first steps (they share this event loop). The commit has happened already."""
     svc = services(request)
     svc.run_events.committed(effects)  # wake SSE streams and the webhook dispatcher
+    if svc.settings.executor == "queue":
+        # A worker may take the run up the moment the commit is visible: publish this request's
+        # events before answering, so they reach the bus ahead of the worker's first ones.
+        await effects.apply(svc.events, svc.executor, auth.workspace.realtime_enabled)
+        return
     background.add_task(effects.apply, svc.events, svc.executor, auth.workspace.realtime_enabled)
 
 
@@ -78,7 +83,7 @@ async def post_message(thread_id: UUIDPath, body: PostMessage, request: Request,
         data = await service.post_message(session, auth, thread_id, body.content, effects, body.if_busy)
         await stage(session, effects)
         response = await commit_response(session, request, ok(data, status_code=202))
-    _apply_after_response(request, auth, effects, background)
+    await _apply_after_response(request, auth, effects, background)
     return response
 
 
@@ -114,5 +119,5 @@ async def post_outcome(run_id: UUIDPath, body: PostOutcome, request: Request, ba
         data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)
         await stage(session, effects)
         response = await commit_response(session, request, ok(data))
-    _apply_after_response(request, auth, effects, background)
+    await _apply_after_response(request, auth, effects, background)
     return response

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, BackgroundTasks, Request
 
 from heddle.api.deps import loom_session, services
@@ -12,13 +14,15 @@ from heddle.loom import approvals, control, erasure
 from heddle.loom.effects import Effects
 from heddle.loom.routes import SUBJECT, _apply_after_response
 from heddle.loom.run_events import stage
-from heddle.loom.schemas import PostApproval, Run, SubjectDeleted, ThreadDeleted, ThreadDetail
+from heddle.loom.schemas import PostApproval, Run, SubjectErased, ThreadDeleted, ThreadDetail
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
+FLUSH_WAIT_SECONDS = 2.0
 
 
 @router.post("/runs/{run_id}/cancel", summary="Cancel a run (idempotent)",
-             **operation(Run, auth=LOOM, headers=(*SUBJECT, "Idempotency-Key"), errors=("not_found", "run_terminal")))
+             **operation(Run, auth=LOOM, headers=(*SUBJECT, "Idempotency-Key"),
+                         errors=("not_found", "run_terminal")))
 @idempotent
 async def cancel_run(run_id: UUIDPath, request: Request, background: BackgroundTasks):
     effects = Effects()
@@ -26,49 +30,63 @@ async def cancel_run(run_id: UUIDPath, request: Request, background: BackgroundT
         data = await control.cancel_run(session, auth, run_id, effects)
         await stage(session, effects)  # the SSE log and the run.failed webhook commit with the cancel
         response = await commit_response(session, request, ok(data))
-    _apply_after_response(request, auth, effects, background)
+    await _apply_after_response(request, auth, effects, background)
     return response
 
 
 @router.post("/runs/{run_id}/approval", summary="Approve or decline a tool call the run asks about",
-             **operation(Run, auth=LOOM, headers=SUBJECT, body=True, errors=("not_found", "run_not_awaiting_approval")))
+             **operation(Run, auth=LOOM, headers=SUBJECT, body=True,
+                         errors=("not_found", "run_not_awaiting_approval")))
 async def post_approval(run_id: UUIDPath, body: PostApproval, request: Request, background: BackgroundTasks):
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await approvals.answer(session, auth, run_id, body.tool_call_id, body.approved, body.reason, effects)
         await stage(session, effects)
         await session.commit()
-    _apply_after_response(request, auth, effects, background)
-    return {"status": "success", "data": data}
+    await _apply_after_response(request, auth, effects, background)
+    return ok(data)
 
 
 @router.get("/threads/{thread_id}", summary="A thread (with its current run and queue length)",
             **operation(ThreadDetail, auth=LOOM, headers=SUBJECT, errors=("subject_required", "not_found")))
 async def get_thread(thread_id: UUIDPath, request: Request):
     async with loom_session(request) as (auth, session):
-        return {"status": "success", "data": await erasure.get_thread(session, auth, thread_id)}
+        return ok(await erasure.get_thread(session, auth, thread_id))
 
 
 @router.delete("/threads/{thread_id}", summary="Erase a thread: its messages, runs, turns and tool calls",
                **operation(ThreadDeleted, auth=LOOM, headers=SUBJECT, errors=("subject_required", "not_found")))
 async def delete_thread(thread_id: UUIDPath, request: Request, background: BackgroundTasks):
+    await _flush_request_log(request)
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await erasure.delete_thread(session, auth, thread_id, effects)
         await session.commit()
     request.state.log_path = f"/v1/loom/threads/{erasure.ERASED}"  # the request log keeps no erased id
-    _apply_after_response(request, auth, effects, background)
-    return {"status": "success", "data": data}
+    await _apply_after_response(request, auth, effects, background)
+    return ok(data)
 
 
 @router.delete("/subjects/{subject}", summary="Erase a person: every thread of the subject (relay key only)",
-               **operation(SubjectDeleted, auth=WORKSPACE_KEY, errors=("forbidden", "invalid_subject")))
+               **operation(SubjectErased, auth=WORKSPACE_KEY, errors=("forbidden", "invalid_subject")))
 async def delete_subject(subject: str, request: Request, background: BackgroundTasks):
     request.state.log_path = f"/v1/loom/subjects/{erasure.ERASED}"  # never log the person's id
+    await _flush_request_log(request)
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
         data = await erasure.delete_subject(session, auth, subject, effects)
         await session.commit()
     services(request).subject_tokens.invalidate(auth.workspace_id, data["subject"])
-    _apply_after_response(request, auth, effects, background)
-    return {"status": "success", "data": data}
+    await _apply_after_response(request, auth, effects, background)
+    return ok(data)
+
+
+async def _flush_request_log(request: Request) -> None:
+    """Write this process's queued request-log rows first, so the erasure redacts them too
+    (rows are batched off the request path; one queued before the erase would keep the id)."""
+    writer = services(request).request_log
+    if writer is not None:
+        try:  # bounded: under steady traffic the queue is never quite empty
+            await asyncio.wait_for(writer.flush(), FLUSH_WAIT_SECONDS)
+        except TimeoutError:
+            pass

@@ -43,6 +43,7 @@ class PostApproval(BaseModel):
 # The dicts built in heddle.loom.serializers are validated against these classes on the way out
 # (response_model on the routes, `payload()` for events), so these are the one definition.
 
+# `queued`: posted with `if_busy: enqueue` behind a busy run; it starts when that run ends.
 RunState = Literal["queued", "running", "awaiting_input", "awaiting_outcome", "closed", "failed"]
 
 _RUN_ID = "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11"
@@ -83,15 +84,14 @@ class Outcome(ReadModel):
     created_at: NullableTimestamp
 
 
-class ToolCallApproval(ReadModel):
-    """`interaction: approve`: whether approval was needed, and who answered, when and why."""
+class Approval(ReadModel):
+    """The approval record of an `interaction: approve` tool call (CONTRACT section 12)."""
 
-    required: bool | None = None
+    model_config = ConfigDict(extra="allow")  # rule details vary with the agent file's rule
+    required: bool
     why: str | None = None
-    rule: Any = None
-    requested_at: NullableTimestamp = None
     approved: bool | None = None
-    by: dict[str, Any] | None = Field(None, description="Who answered: `{mode, key_id, subject}`.")
+    by: dict[str, Any] | None = None
     at: NullableTimestamp = None
     reason: str | None = None
 
@@ -112,7 +112,8 @@ class ToolCall(ReadModel):
     reliability: str = Field(description="`idempotent` or `at_most_once`.", examples=["idempotent"])
     cost_credits: Credits
     outcome: Outcome | None
-    approval: ToolCallApproval | None = Field(None, description="Present for `interaction: approve` tools.")
+    approval: Approval | None = Field(description="For `interaction: approve` calls: whether approval was "
+                                      "required and why, and who answered, when and with what reason.")
 
 
 class ConnectionRef(ReadModel):
@@ -197,14 +198,14 @@ class Trace(Run):
     model_config = ConfigDict(json_schema_extra={"examples": [{
         **_RUN_EXAMPLE, "state": "closed", "terminal": True, "pending": None,
         "opened_at": "2026-01-01T12:00:00Z", "closed_at": "2026-01-01T12:00:02Z",
-        "turns": [], "api_calls": [], "api_calls_total": 0, "control": {}}]})
+        "turns": [], "api_calls": [], "api_calls_total": 0}]})
     opened_at: Timestamp
     closed_at: NullableTimestamp
     turns: list[Turn]
     api_calls: list[ApiCall] = Field(description="Newest first, at most 50.")
     api_calls_total: int = Field(description="Every attributed call; may exceed the length of `api_calls`.")
-    control: dict[str, Any] = Field(description="Run control: queued/started, cancelled or interrupted, by whom "
-                                                "and when (see docs/run-control.md).")
+    control: dict[str, Any] = Field(description="Run control: how the run was queued or started, cancelled or "
+                                    "interrupted, by whom and when (empty when none of these happened).")
 
 
 class MessageAccepted(ReadModel):
@@ -213,8 +214,6 @@ class MessageAccepted(ReadModel):
     run_id: UUIDStr
     message_id: UUIDStr
     run: Run
-    queued: bool | None = Field(None, description="`if_busy: enqueue`: the run waits for the active one.")
-    queue_position: int | None = None
 
 
 class RunRef(ReadModel):
@@ -223,29 +222,45 @@ class RunRef(ReadModel):
 
 
 class ThreadDetail(Thread):
-    """GET /threads/{id}: the Thread, its current run and its queue."""
+    """`GET /v1/loom/threads/{id}`: the Thread with its latest run and queue."""
 
-    latest_run: RunRef | None
-    queued_messages: int
+    latest_run: RunRef | None = Field(description="The thread's latest run that has started, if any.")
+    queued_messages: int = Field(description="Messages posted with `if_busy: enqueue` still waiting.")
     last_message_at: NullableTimestamp
 
 
-class Erased(ReadModel):
+class ErasedCounts(ReadModel):
     threads: int
     messages: int
     runs: int
     turns: int
     tool_calls: int
-    ledger_entries_cut: int
+    ledger_entries_cut: int = Field(description="Ledger entries kept (their amounts stay) with their reference cut.")
 
 
 class ThreadDeleted(ReadModel):
     id: UUIDStr
     deleted: bool
-    erased: Erased
+    erased: ErasedCounts
 
 
-class SubjectDeleted(ReadModel):
+class SubjectErased(ReadModel):
     subject: str
     deleted: bool
-    erased: Erased
+    erased: ErasedCounts
+
+
+class MessageDelta(ReadModel):
+    """Payload of the `message.delta` event: one piece of a reply while the model writes it."""
+
+    run_id: UUIDStr
+    message_id: UUIDStr
+    seq: int = Field(description="1, 2, 3 … within the message; the pieces joined in order are its content.")
+    delta: str
+
+
+class ThreadDeletedEvent(ReadModel):
+    """Payload of the `thread.deleted` event."""
+
+    thread_id: UUIDStr
+    reason: str = Field(description="`deleted` (DELETE thread or subject) or `retention`.")

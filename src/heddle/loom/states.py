@@ -77,6 +77,22 @@ def next_state(state: str, event: str) -> str:
         raise InvalidTransition(state, event) from None
 
 
+def transition_values(state: str, event: str) -> dict:
+    """The column values of moving a run in `state` by `event` (InvalidTransition if not allowed).
+
+    Leaving `running` also drops the lease: no executor holds a run that waits or has ended.
+    """
+    target = next_state(state, event)
+    now = utcnow()
+    values = {"state": target, "updated_at": now}
+    if target in TERMINAL:
+        values["closed_at"] = now
+    if target != RUNNING:
+        values["lease_owner"] = None
+        values["lease_expires_at"] = None
+    return values
+
+
 async def transition(session: AsyncSession, run: Run, event: str, *, fence: int | None = None,
                      **fields) -> Run:
     """Move `run` by `event` inside the caller's transaction, or raise InvalidTransition.
@@ -84,13 +100,7 @@ async def transition(session: AsyncSession, run: Run, event: str, *, fence: int 
     With `fence`, the move also requires `runs.fence = fence`; when only the fence differs,
     StaleExecutor is raised instead of InvalidTransition.
     """
-    target = next_state(run.state, event)
-    now = utcnow()
-    values = {"state": target, "updated_at": now, **fields}
-    if target in TERMINAL:
-        values["closed_at"] = now
-        values["lease_owner"] = None
-        values["lease_expires_at"] = None
+    values = {**transition_values(run.state, event), **fields}
     statement = update(Run).where(Run.id == run.id, Run.state == run.state)
     if fence is not None:
         statement = statement.where(Run.fence == fence)

@@ -27,6 +27,9 @@ from heddle.outbound.addresses import AddressPolicy, IPAddress, parse_ip, policy
 
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 MAX_URL_LENGTH = 2048
+# Appended to refusals that only strict mode makes, so a developer knows the switch.
+DEV_HINT = ("plain http and loopback/private addresses are allowed only in development: "
+            "run `heddle serve --dev` or set HEDDLE_OUTBOUND_ALLOW_PRIVATE=true")
 USER_AGENT = "heddle-outbound/1.0"
 
 
@@ -219,7 +222,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         if scheme not in ("http", "https"):
             raise DestinationRefused(f"scheme {scheme!r} is not allowed", request=request)
         if self.require_https and scheme != "https":
-            raise DestinationRefused("outbound calls must use https", request=request)
+            raise DestinationRefused(f"outbound calls must use https ({DEV_HINT})", request=request)
         deadline = time.monotonic() + self.total_timeout
         progress = _Progress(request.extensions.get("trace"))
         core_request = httpcore.Request(
@@ -228,8 +231,13 @@ class GuardedTransport(httpx.AsyncBaseTransport):
                              port=request.url.port, target=request.url.raw_path),
             headers=request.headers.raw, content=request.stream,
             extensions={**request.extensions, "trace": progress.trace})
-        with _mapped(request, progress), anyio.fail_after(self.total_timeout):
-            response = await self._pool.handle_async_request(core_request)
+        try:
+            with _mapped(request, progress), anyio.fail_after(self.total_timeout):
+                response = await self._pool.handle_async_request(core_request)
+        except DestinationRefused as exc:
+            if not self.require_https:  # already permissive: the hint would not help
+                raise
+            raise DestinationRefused(f"{exc} ({DEV_HINT})", request=request) from None
         refusal = self._refusal(request, response)
         if refusal is not None:
             await response.aclose()
@@ -303,7 +311,7 @@ def validate_outbound_url(url: str, allow_private: bool) -> str:
     if parsed.scheme not in ("http", "https"):
         raise ValueError("URL must start with https:// (or http:// for local development)")
     if parsed.scheme != "https" and not allow_private:
-        raise ValueError("URL must use https")
+        raise ValueError(f"URL must use https ({DEV_HINT})")
     if not parsed.host:
         raise ValueError("URL has no host")
     if parsed.port is not None and not 0 < parsed.port < 65536:
@@ -314,7 +322,8 @@ def validate_outbound_url(url: str, allow_private: bool) -> str:
     literal = parse_ip(host)
     is_localhost = host == "localhost" or host.endswith(".localhost")
     if literal is not None and not policy_for(allow_private)(literal):
-        raise ValueError(f"URL host {literal} is not a public address")
+        hint = "" if allow_private else f" ({DEV_HINT})"
+        raise ValueError(f"URL host {literal} is not a public address{hint}")
     if is_localhost and not allow_private:
-        raise ValueError("URL host is localhost, which is not a public address")
+        raise ValueError(f"URL host is localhost, which is not a public address ({DEV_HINT})")
     return str(parsed)

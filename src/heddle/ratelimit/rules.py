@@ -17,7 +17,7 @@ DEFAULT = "default"
 
 @lru_cache(maxsize=256)
 def parse_rule(text: str) -> tuple[RateLimitItem, ...]:
-    """The windows of a rule, longest first; () when off. ValueError with a readable message."""
+    """The windows of a rule, shortest first; () when off. ValueError with a readable message."""
     value = (text or "").strip()
     if value.lower() in ("", OFF):
         return ()
@@ -27,7 +27,7 @@ def parse_rule(text: str) -> tuple[RateLimitItem, ...]:
         raise ValueError(f"rate limit {value!r}: write it like 10/second;300/minute (or off)") from None
     if not items or any(item.amount < 1 for item in items):
         raise ValueError(f"rate limit {value!r}: each window needs at least 1 request")
-    return tuple(sorted(items, key=lambda item: item.get_expiry(), reverse=True))
+    return tuple(sorted(items, key=lambda item: item.get_expiry()))
 
 
 def normalise_rule(text: str) -> str | None:

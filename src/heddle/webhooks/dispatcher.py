@@ -108,11 +108,14 @@ class WebhookDispatcher:
     async def claim(self, now: dt.datetime | None = None) -> list[Job]:
         """Take the due deliveries (up to BATCH) for one attempt each."""
         now = now or utcnow()
-        async with self.db.transaction() as session:
+        async with self.db.session() as session:  # a read first: an idle poll takes no write lock
             due = list(await session.scalars(
                 select(WebhookDelivery.id).where(WebhookDelivery.state == "pending",
                                                  WebhookDelivery.next_attempt_at <= now)
                 .order_by(WebhookDelivery.next_attempt_at).limit(BATCH)))
+        if not due:
+            return []
+        async with self.db.transaction() as session:
             claimed = []
             for delivery_id in due:
                 result = await session.execute(

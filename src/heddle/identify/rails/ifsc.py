@@ -54,6 +54,19 @@ class IfscRail:
         holder = curated.ifsc_sublets.holder(code)
         bank = holder or curated.ifsc_banks.get(code[:4])
         record = ctx.directory.imported(self.rail, code)
+        leased_shape = holder is None and bank is not None and branch_shape(code) in \
+            curated.ifsc_sublets.sponsor_shapes.get(code[:4], ())
+        if leased_shape:
+            # The RBI list files sub-member codes under the sponsor's name, so an imported
+            # row is no better evidence here than the bank code.
+            listed = (f" The directory lists it as branch {record.branch!r}."
+                      if record is not None and record.branch else "")
+            return not_found(self.rail, f"{code} is in the IFSC series of {bank.name}, which "
+                                        "leases codes shaped like this one to sub-member banks "
+                                        "(co-operative and regional banks); this code is in no "
+                                        "sub-member list, so whose it is is not known. "
+                                        f"{bank.name} is the sponsor bank that settles for it."
+                                        f"{listed}", country="IN", account_number=account)
         if record is not None:
             branch = record.institution
             # Imported rows win for the city and rails; the bank fills the BIC and type, and
@@ -70,12 +83,5 @@ class IfscRail:
         if bank is None:
             return not_found(self.rail, f"No bank with IFSC bank code {code[:4]} is in the "
                                         "directory.", country="IN", account_number=account)
-        if branch_shape(code) in curated.ifsc_sublets.sponsor_shapes.get(code[:4], ()):
-            return not_found(self.rail, f"{code} is in the IFSC series of {bank.name}, which "
-                                        "leases codes shaped like this one to sub-member banks "
-                                        "(co-operative and regional banks); this code is in no "
-                                        "sub-member list, so whose it is is not known. "
-                                        f"{bank.name} is the sponsor bank that settles for it.",
-                             country="IN", account_number=account)
         # The first four letters name the bank, and the bank leases no codes of this shape.
         return identified(self.rail, dataclasses.replace(bank, code=code), account_number=account)

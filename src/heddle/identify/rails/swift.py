@@ -18,11 +18,11 @@ from heddle.identify.rails.base import (
     invalid,
     not_found,
 )
-from heddle.identify.schemas import Rail
+from heddle.identify.schemas import BANKING_COUNTRIES, Rail
 
 _BIC = re.compile(r"[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}(?:[A-Z0-9]{3})?", re.ASCII)
 # Country codes SWIFT uses that are not (yet) ISO 3166-1 alpha-2: XK, Kosovo (user-assigned).
-SWIFT_EXTRA_COUNTRIES = frozenset({"XK"})
+SWIFT_EXTRA_COUNTRIES = BANKING_COUNTRIES
 _SHAPE = re.compile(r"[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?", re.ASCII)
 
 

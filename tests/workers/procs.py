@@ -39,7 +39,7 @@ class Proc:
     def pid(self) -> int:
         return self.popen.pid
 
-    def wait_healthy(self, timeout: float = 60) -> Proc:
+    def wait_healthy(self, timeout: float = 180) -> Proc:  # generous: shared, loaded CI machines
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.popen.poll() is not None:

@@ -6,6 +6,7 @@ so "exactly once" is counted where it matters: at the host.
 
 from __future__ import annotations
 
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,8 +14,8 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from scale.procs import start
 from support.loom import open_thread, post, wait_run
+from workers.procs import start
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -158,3 +159,28 @@ def test_worker_health_and_metrics(workers, tenant):
     for name in ("heddle_queue_jobs{status=\"todo\"}", "heddle_queue_job_wait_seconds_bucket",
                  "heddle_runs_executing"):
         assert name in metrics
+
+
+def test_a_worker_paused_past_its_lease_then_resumed_writes_nothing_and_calls_nothing(
+        api, workers, tenant, toolhost):
+    from hosted_runs.test_fencing import snapshot
+
+    paused = workers()
+    h = tenant.headers("web:sigstop")
+    with httpx.Client(base_url=api.base_url, timeout=10) as http:
+        run_id = post(http, h, open_thread(http, h, tenant.agent), "call: gated {}")["run_id"]
+        assert toolhost.gate_entered.wait(30), "the worker never called the tool"
+        paused.popen.send_signal(signal.SIGSTOP)  # mid tool call: its heartbeat and lease stop
+        try:
+            workers()  # retries the stalled job, waits out the lease, takes the run with a new fence
+            run = wait_run(http, h, run_id, states=("closed", "failed"), timeout=60)
+            assert run["state"] == "closed", run
+            before = snapshot(tenant, run_id)
+            assert len(toolhost.calls("/tools/gated")) == 2
+        finally:
+            paused.popen.send_signal(signal.SIGCONT)
+        toolhost.gate.set()  # the paused worker's call now returns to it
+        time.sleep(4)  # its engine, lease renewer and procrastinate loop all wake up and act
+        assert snapshot(tenant, run_id) == before
+        assert len(toolhost.calls("/tools/gated")) == 2  # never a third call
+        assert http.get(f"/v1/loom/runs/{run_id}", headers=h).json()["data"]["state"] == "closed"

@@ -11,7 +11,7 @@ import pytest
 
 from hosted_runs.conftest import toolhost  # noqa: F401  (the real tool host, re-used)
 from realtime.conftest import pusher_js  # noqa: F401
-from scale.procs import queue_env
+from workers.procs import queue_env
 
 
 @pytest.fixture(scope="module")
