@@ -30,13 +30,13 @@ def receiver():
 def heddle(server, *args: str) -> dict:
     result = CliRunner().invoke(cli, [*args, "--database-url", server.settings.database_url, "--json"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+    return json.loads(result.stdout)  # stderr names the database
 
 
 def cli_fails(server, *args: str) -> dict:
     result = CliRunner().invoke(cli, [*args, "--database-url", server.settings.database_url, "--json"])
     assert result.exit_code != 0
-    return json.loads(result.output)
+    return json.loads(result.stdout)  # stderr names the database
 
 
 def test_a_receiver_failing_twice_gets_the_third_attempt_with_the_same_event(server, http, tenant, receiver):
