@@ -85,7 +85,7 @@ def main() -> None:
     thread.start()
     while not server.started:
         time.sleep(0.01)
-    counting = Counting(app.state.services.database().engine)
+    counting = Counting(app.state.services.get().db.engine)
 
     results = {}
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:

@@ -247,7 +247,7 @@ class RunEngine:
                 await session.execute(_INSERT_TOOL_CALL, [
                     self._new_tool_call(run, agent, turn_id, seq + i, call)
                     for i, call in enumerate(response.tool_calls, start=1)])
-            await stage(session, effects)
+            await stage(session, effects, held={run.id: run.workspace_id})  # the fenced UPDATE locked it
         await self._publish(effects, run.workspace_id, realtime)
         return not finish
 
@@ -362,7 +362,7 @@ class RunEngine:
             message = await sql.add_assistant_message(session, run, question)
             effects.message_created(run.thread_id, message_dict(message))
             effects.run_updated(run.thread_id, await self._render(session, run, message))
-            await stage(session, effects)
+            await stage(session, effects, held={run.id: run.workspace_id})  # the fenced UPDATE locked it
         self.metrics.runs.labels("awaiting_input").inc()
         await self._publish(effects, run.workspace_id, realtime)
 
@@ -372,7 +372,7 @@ class RunEngine:
             run = await session.get(Run, fence.run_id)
             await transition(session, run, event, fence=fence.token)
             effects.run_updated(run.thread_id, await render_run(session, run))
-            await stage(session, effects)
+            await stage(session, effects, held={run.id: run.workspace_id})  # the fenced UPDATE locked it
         self.metrics.runs.labels("awaiting_input" if event == "await_approval" else "awaiting_outcome").inc()
         await self._publish(effects, run.workspace_id)
 
@@ -386,7 +386,7 @@ class RunEngine:
                                  error_message=message[:2000])
                 effects.run_updated(run.thread_id, await render_run(session, run))
                 await advance_queue(session, run.thread_id, effects)
-                await stage(session, effects)
+                await stage(session, effects, held={run.id: run.workspace_id})  # the fenced UPDATE locked it
         except HeddleError:
             return
         self.metrics.runs.labels("failed").inc()

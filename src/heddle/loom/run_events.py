@@ -77,16 +77,20 @@ async def append_rows(session, run_id: uuid.UUID, events: Iterable[tuple[str, di
     return await _insert(session, run_id, events)
 
 
-async def stage(session, effects: Effects) -> None:
+async def stage(session, effects: Effects, held: dict[uuid.UUID, str] | None = None) -> None:
     """Store the run events collected in `effects` inside the caller's transaction, and the
-    webhook deliveries they cause (a run that entered closed, failed or a waiting state)."""
+    webhook deliveries they cause (a run that entered closed, failed or a waiting state).
+
+    `held` maps runs whose row the caller's transaction already locked (the engine's fenced
+    UPDATE does) to their workspace: their lock is not taken again.
+    """
     by_run: dict[uuid.UUID, list[tuple[str, dict[str, Any]]]] = {}
     for _, name, data in effects.events:
         run_id = event_run_id(name, data)
         if run_id is not None:
             by_run.setdefault(run_id, []).append((name, data))
     for run_id, events in by_run.items():
-        workspace_id = await _lock_run(session, run_id)
+        workspace_id = (held or {}).get(run_id) or await _lock_run(session, run_id)
         if workspace_id is None:
             continue
         await _enqueue_webhooks(session, workspace_id, run_id, events)
