@@ -20,7 +20,7 @@ export type MessagePage = S["MessagePage"];
 export type ErrorBody = S["ErrorBody"];
 export type ThreadDetail = S["ThreadDetail"];
 export type ThreadDeleted = S["ThreadDeleted"];
-export type SubjectErased = S["SubjectErased"];
+export type SubjectDeleted = S["SubjectDeleted"];
 
 export interface HeddleOptions {
   baseUrl: string;
@@ -79,7 +79,7 @@ export class Loom {
   send(args: { agent: string; content: string; subject?: string; connection?: string }): Promise<RunHandle>;
   getThread(threadId: string, options?: SubjectOption): Promise<ThreadDetail>;
   deleteThread(threadId: string, options?: SubjectOption): Promise<ThreadDeleted>;
-  deleteSubject(subject: string): Promise<SubjectErased>;
+  deleteSubject(subject: string): Promise<SubjectDeleted>;
   listMessages(threadId: string, options?: SubjectOption & { limit?: number; after?: string }): Promise<MessagePage>;
   getRun(runId: string, options?: SubjectOption): Promise<Run>;
   getTrace(runId: string, options?: SubjectOption): Promise<Trace>;

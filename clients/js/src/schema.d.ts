@@ -396,41 +396,6 @@ export interface components {
              */
             created_at: string;
         };
-        /**
-         * Approval
-         * @description The approval record of an `interaction: approve` tool call (CONTRACT section 12).
-         */
-        Approval: {
-            /** Required */
-            required: boolean;
-            /**
-             * Why
-             * @default null
-             */
-            why: string | null;
-            /**
-             * Approved
-             * @default null
-             */
-            approved: boolean | null;
-            /**
-             * By
-             * @default null
-             */
-            by: {
-                [key: string]: unknown;
-            } | null;
-            /**
-             * At
-             * @default null
-             */
-            at: string | null;
-            /**
-             * Reason
-             * @default null
-             */
-            reason: string | null;
-        };
         /** ApprovalPending */
         ApprovalPending: {
             /**
@@ -544,15 +509,15 @@ export interface components {
             status: "success";
             data: components["schemas"]["Run"];
         };
-        /** SubjectErasedEnvelope */
-        SubjectErasedEnvelope: {
+        /** SubjectDeletedEnvelope */
+        SubjectDeletedEnvelope: {
             /**
              * Status
              * @default success
              * @constant
              */
             status: "success";
-            data: components["schemas"]["SubjectErased"];
+            data: components["schemas"]["SubjectDeleted"];
         };
         /** ThreadDeletedEnvelope */
         ThreadDeletedEnvelope: {
@@ -614,8 +579,8 @@ export interface components {
             status: "success";
             data: components["schemas"]["Workspace"];
         };
-        /** ErasedCounts */
-        ErasedCounts: {
+        /** Erased */
+        Erased: {
             /** Threads */
             threads: number;
             /** Messages */
@@ -626,10 +591,7 @@ export interface components {
             turns: number;
             /** Tool Calls */
             tool_calls: number;
-            /**
-             * Ledger Entries Cut
-             * @description Ledger entries kept (their amounts stay) with their reference cut.
-             */
+            /** Ledger Entries Cut */
             ledger_entries_cut: number;
         };
         /** ErrorBody */
@@ -860,6 +822,13 @@ export interface components {
              */
             message_id: string;
             run: components["schemas"]["Run"];
+            /**
+             * Queued
+             * @description `if_busy: enqueue`: the run waits for the active one.
+             */
+            queued?: boolean | null;
+            /** Queue Position */
+            queue_position?: number | null;
         };
         /**
          * NameResolutionStatus
@@ -1086,13 +1055,13 @@ export interface components {
              */
             state: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
         };
-        /** SubjectErased */
-        SubjectErased: {
+        /** SubjectDeleted */
+        SubjectDeleted: {
             /** Subject */
             subject: string;
             /** Deleted */
             deleted: boolean;
-            erased: components["schemas"]["ErasedCounts"];
+            erased: components["schemas"]["Erased"];
         };
         /**
          * Thread
@@ -1136,11 +1105,11 @@ export interface components {
             id: string;
             /** Deleted */
             deleted: boolean;
-            erased: components["schemas"]["ErasedCounts"];
+            erased: components["schemas"]["Erased"];
         };
         /**
          * ThreadDetail
-         * @description `GET /v1/loom/threads/{id}`: the Thread with its latest run and queue.
+         * @description GET /threads/{id}: the Thread, its current run and its queue.
          * @example {
          *       "agent": "agent_3k9x2m",
          *       "created_at": "2026-01-01T12:00:00Z",
@@ -1170,12 +1139,8 @@ export interface components {
              * @example 2026-01-01T12:00:00.000000Z
              */
             created_at: string;
-            /** @description The thread's latest run that has started, if any. */
             latest_run: components["schemas"]["RunRef"] | null;
-            /**
-             * Queued Messages
-             * @description Messages posted with `if_busy: enqueue` still waiting.
-             */
+            /** Queued Messages */
             queued_messages: number;
             /** Last Message At */
             last_message_at: string | null;
@@ -1236,8 +1201,60 @@ export interface components {
              */
             cost_credits: number;
             outcome: components["schemas"]["Outcome"] | null;
-            /** @description For `interaction: approve` calls: whether approval was required and why, and who answered, when and with what reason. */
-            approval: components["schemas"]["Approval"] | null;
+            /**
+             * @description Present for `interaction: approve` tools.
+             * @default null
+             */
+            approval: components["schemas"]["ToolCallApproval"] | null;
+        };
+        /**
+         * ToolCallApproval
+         * @description `interaction: approve`: whether approval was needed, and who answered, when and why.
+         */
+        ToolCallApproval: {
+            /**
+             * Required
+             * @default null
+             */
+            required: boolean | null;
+            /**
+             * Why
+             * @default null
+             */
+            why: string | null;
+            /**
+             * Rule
+             * @default null
+             */
+            rule: unknown;
+            /**
+             * Requested At
+             * @default null
+             */
+            requested_at: string | null;
+            /**
+             * Approved
+             * @default null
+             */
+            approved: boolean | null;
+            /**
+             * By
+             * @description Who answered: `{mode, key_id, subject}`.
+             * @default null
+             */
+            by: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * At
+             * @default null
+             */
+            at: string | null;
+            /**
+             * Reason
+             * @default null
+             */
+            reason: string | null;
         };
         /**
          * Trace
@@ -1246,6 +1263,7 @@ export interface components {
          *       "api_calls": [],
          *       "api_calls_total": 0,
          *       "closed_at": "2026-01-01T12:00:02Z",
+         *       "control": {},
          *       "cost_credits": 0.25,
          *       "created_at": "2026-01-01T12:00:00Z",
          *       "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
@@ -1328,7 +1346,7 @@ export interface components {
             api_calls_total: number;
             /**
              * Control
-             * @description Run control: how the run was queued or started, cancelled or interrupted, by whom and when (empty when none of these happened).
+             * @description Run control: queued/started, cancelled or interrupted, by whom and when (see docs/run-control.md).
              */
             control: {
                 [key: string]: unknown;
@@ -3170,7 +3188,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SubjectErasedEnvelope"];
+                    "application/json": components["schemas"]["SubjectDeletedEnvelope"];
                 };
             };
             /** @description Error codes: `invalid_request`, `invalid_subject` */
@@ -3264,7 +3282,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description `run.updated`, `message.created` and `message.delta` events, each with `id:` (the run's event sequence); the stream ends after the terminal event */
+            /** @description `run.updated` (data: Run), `message.created` (data: Message) and `message.delta` events, each with `id:`; the stream ends after the run's terminal event */
             200: {
                 headers: {
                     /** @description This request's id; quote it when reporting a problem. */
