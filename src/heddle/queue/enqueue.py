@@ -1,6 +1,6 @@
 """A run's job is enqueued in the same transaction that creates or resumes the run.
 
-Migration 0008 puts two triggers on `runs` (PostgreSQL): a run inserted in state `running`, or
+Migration 0006 puts two triggers on `runs` (PostgreSQL): a run inserted in state `running`, or
 moved into `running` (a resume), gets a procrastinate job through procrastinate's own SQL
 function (`procrastinate_defer_jobs_v1`, what its `defer_async` runs), in the transaction of
 that very INSERT or UPDATE. So a run never exists without its job nor a job without its run,

@@ -1,7 +1,7 @@
 """run events (the SSE log of each run) and run webhooks (endpoints, deliveries, attempts)
 
-Revision ID: 0007
-Revises: 0009
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-11-23 18:55:30.371212
 """
 import sqlalchemy as sa
@@ -9,8 +9,8 @@ from alembic import op
 
 import heddle.db.base
 
-revision = '0007'
-down_revision = '0009'
+revision = '0008'
+down_revision = '0007'
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """run control: queued messages, run control notes, tool-call approvals, workspace retention
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-23 19:00:00
 """
 import sqlalchemy as sa
@@ -9,8 +9,8 @@ from alembic import op
 
 from heddle.db.base import UTCDateTime
 
-revision = '0009'
-down_revision = '0008'
+revision = '0007'
+down_revision = '0006'
 branch_labels = None
 depends_on = None
 

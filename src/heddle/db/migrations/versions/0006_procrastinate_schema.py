@@ -1,6 +1,6 @@
 """procrastinate's job-queue schema and the run-enqueue triggers, on PostgreSQL only (HEDDLE_EXECUTOR=queue)
 
-Revision ID: 0008
+Revision ID: 0006
 Revises: 0005
 Create Date: 2026-11-23 19:00:00
 
@@ -14,7 +14,7 @@ into `running`, for connections of queue-mode processes only (heddle/queue/enque
 from alembic import op
 from sqlalchemy.util import await_only
 
-revision = '0008'
+revision = '0006'
 down_revision = '0005'
 branch_labels = None
 depends_on = None
