@@ -20,7 +20,9 @@ def queue_env(db_url: str, **extra: str) -> dict[str, str]:
     return {"HEDDLE_DATABASE_URL": db_url, "HEDDLE_EXECUTOR": "queue", "HEDDLE_EVENT_BUS": "postgres",
             "HEDDLE_EVENT_BUS_CHANNEL": f"heddle_t_{secrets.token_hex(4)}", "HEDDLE_PUSHER_APP_ID": "app-1",
             "HEDDLE_PUSHER_KEY": f"key-{secrets.token_hex(4)}", "HEDDLE_PUSHER_SECRET": secrets.token_urlsafe(24),
-            "HEDDLE_LOG_LEVEL": "WARNING", "HEDDLE_OUTBOUND_ALLOW_PRIVATE": "true", **extra}
+            "HEDDLE_LOG_LEVEL": "WARNING", "HEDDLE_OUTBOUND_ALLOW_PRIVATE": "true",
+            # The tests poll far faster than a person: rate limits are tested in tests/ratelimit.
+            "HEDDLE_RATE_LIMIT_PER_KEY": "off", "HEDDLE_RATE_LIMIT_PER_SUBJECT": "off", **extra}
 
 
 @dataclass
