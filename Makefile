@@ -5,7 +5,17 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: serve test test-fast bench lint clean demo js-types
+.PHONY: serve test test-fast bench lint clean demo js-types web
+
+# The console and the chat widget (web/*/, npm packages with lockfiles) built into
+# src/heddle/web/static/. Without npm the server still runs and /console says how to build them.
+WEB_SOURCES := $(shell find web -type f -not -path '*/node_modules/*' 2>/dev/null)
+WEB_STAMP := src/heddle/web/static/.built
+
+$(WEB_STAMP): $(WEB_SOURCES)
+	@web/build.sh $(WEB_STAMP)
+
+web: $(WEB_STAMP)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,14 +29,14 @@ $(STAMP_DEV): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $@ $(STAMP_RUN)
 
-serve: $(STAMP_RUN)
+serve: $(STAMP_RUN) $(WEB_STAMP)
 	$(BIN)/heddle serve
 
 demo: $(STAMP_RUN)
 	$(BIN)/heddle migrate
 	$(BIN)/heddle demo
 
-test: $(STAMP_DEV)
+test: $(STAMP_DEV) $(WEB_STAMP)
 	$(BIN)/pytest
 
 test-fast: $(STAMP_DEV)
@@ -40,8 +50,9 @@ js-types: $(STAMP_DEV)
 	$(BIN)/python -c "from heddle.api.openapi import document_json; print(document_json(), end='')" > clients/js/openapi.json
 	cd clients/js && npm ci --no-audit --no-fund --ignore-scripts && npm run generate
 
+
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check src tests bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info heddle.db heddle.db-wal heddle.db-shm
+	rm -rf $(VENV) build *.egg-info heddle.db heddle.db-wal heddle.db-shm src/heddle/web/static web/*/node_modules

@@ -21,6 +21,7 @@ from heddle.observability.logging import configure_logging
 from heddle.realtime.routes import router as realtime_router
 from heddle.realtime.server import build_realtime_router
 from heddle.services import AppServices
+from heddle.web.routes import router as web_router
 from heddle.workspaces.routes import router as workspace_router
 from heddle.workspaces.service import origin_allowed_anywhere
 
@@ -74,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}
         app.include_router(build_realtime_router(
             svc.realtime.hub, app_key=svc.realtime.key, app_secret=svc.realtime.secret))
+    app.include_router(web_router)  # last: /console/{path} must not shadow the console API
     install_openapi(app)
     install_docs(app)
     return app
