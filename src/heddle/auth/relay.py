@@ -24,7 +24,16 @@ def workspace_info(ws: Workspace) -> WorkspaceInfo:
 
 # Built once: every authenticated request runs one of these.
 KEYS_WITH_WORKSPACE = select(ApiKey, Workspace).join(Workspace, Workspace.id == ApiKey.workspace_id)
-_KEY_BY_SECRET_HASH = KEYS_WITH_WORKSPACE.where(ApiKey.secret_hash == bindparam("digest"))
+# The relay lookup reads plain columns, not ORM objects: no identity map, no unit of work and
+# none of the workspace's large columns (its JWKS) for the most frequent statement of the API.
+_KEY_BY_SECRET_HASH = (
+    select(ApiKey.id, ApiKey.secret_hash, ApiKey.revoked_at, ApiKey.mode, Workspace.id.label("ws_id"),
+           Workspace.name, Workspace.allowed_origins, Workspace.realtime_enabled, Workspace.request_secret,
+           Workspace.mint_url, Workspace.balance_micro, Workspace.rate_limit_per_key,
+           Workspace.rate_limit_per_subject)
+    .join(Workspace, Workspace.id == ApiKey.workspace_id)
+    .where(ApiKey.secret_hash == bindparam("digest"))
+)
 
 
 async def authenticate_secret(session: AsyncSession, secret: str) -> AuthContext:
@@ -35,9 +44,14 @@ async def authenticate_secret(session: AsyncSession, secret: str) -> AuthContext
     row = (await session.execute(_KEY_BY_SECRET_HASH, {"digest": digest})).first()
     # Compare in constant time even though the lookup was by hash, so that a timing difference
     # never depends on how much of a presented secret matched.
-    if row is None or not hmac.compare_digest(row[0].secret_hash, digest):
+    if row is None or not hmac.compare_digest(row.secret_hash, digest):
         raise HeddleError("unauthorized", "Unknown workspace secret.")
-    key, ws = row
-    if not key.active:
-        raise HeddleError("unauthorized", f"The API key {key.id} was revoked.")
-    return AuthContext(mode="relay", workspace=workspace_info(ws), key_id=key.id, key_mode=key.mode)
+    if row.revoked_at is not None:
+        raise HeddleError("unauthorized", f"The API key {row.id} was revoked.")
+    info = WorkspaceInfo(
+        id=row.ws_id, name=row.name, allowed_origins=tuple(row.allowed_origins or ()),
+        realtime_enabled=row.realtime_enabled, request_secret=row.request_secret, mint_url=row.mint_url,
+        balance_micro=row.balance_micro, rate_limit_per_key=row.rate_limit_per_key,
+        rate_limit_per_subject=row.rate_limit_per_subject,
+    )
+    return AuthContext(mode="relay", workspace=info, key_id=row.id, key_mode=row.mode)

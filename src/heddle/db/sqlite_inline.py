@@ -151,6 +151,13 @@ class InlineConnection:
         if self._held is not None:
             return
         lock = self._writer.for_loop()
+        if not lock.locked() and not getattr(lock, "_waiters", None):
+            # Uncontended (the usual case): `acquire()` returns without suspending. `wait_for`
+            # would wrap it in a new task and cost an event-loop round trip per transaction,
+            # putting every write behind all the callbacks queued meanwhile.
+            await lock.acquire()
+            self._held = lock
+            return
         try:
             await asyncio.wait_for(lock.acquire(), timeout=self._lock_timeout)
         except TimeoutError:

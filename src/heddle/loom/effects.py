@@ -20,7 +20,7 @@ class EventSink(Protocol):
 
 
 class RunSubmitter(Protocol):
-    def submit(self, run_id: uuid.UUID) -> None: ...
+    def submit(self, run_id: uuid.UUID) -> None: ...  # the in-process executor also takes `claimed`
 
 
 def thread_channel(thread_id: uuid.UUID | str) -> str:
@@ -43,6 +43,15 @@ def payload(model: type[BaseModel], data: dict[str, Any] | BaseModel) -> dict[st
 class Effects:
     events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     submit: list[uuid.UUID] = field(default_factory=list)
+    # Runs this transaction created (their row is its own until commit, their event log empty),
+    # by workspace: staging their events needs neither the row lock nor the log's last seq.
+    created: dict[uuid.UUID, str] = field(default_factory=dict)
+    # Set by `run_events.stage()` when the transaction owes a webhook delivery: only then is
+    # the dispatcher woken after the commit.
+    webhooks_owed: bool = False
+    # Runs created already claimed by the in-process executor (InProcessExecutor.preclaim), by
+    # the fence token they were inserted with.
+    claimed: dict[uuid.UUID, int] = field(default_factory=dict)
 
     def message_created(self, thread_id: uuid.UUID, message: dict[str, Any] | Message) -> None:
         self.events.append((thread_channel(thread_id), "message.created", payload(Message, message)))
@@ -60,6 +69,9 @@ class Effects:
                 await sink.publish(channel, name, data)
         if submitter is not None:
             for run_id in self.submit:
-                submitter.submit(run_id)
+                if run_id in self.claimed:
+                    submitter.submit(run_id, claimed=self.claimed[run_id])
+                else:
+                    submitter.submit(run_id)
         self.events.clear()
         self.submit.clear()

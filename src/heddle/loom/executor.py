@@ -16,7 +16,7 @@ from sqlalchemy import or_, select, update
 
 from heddle.db.base import Database, utcnow
 from heddle.loom.engine import RunEngine
-from heddle.loom.lease import claim_and_execute, executor_name
+from heddle.loom.lease import Fence, claim_and_execute, claimed_values, executor_name
 from heddle.loom.models import Run
 from heddle.loom.states import RUNNING
 from heddle.observability.logging import get_logger
@@ -67,27 +67,40 @@ class InProcessExecutor:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._release_all()
 
-    def submit(self, run_id: uuid.UUID) -> None:
+    def preclaim(self) -> dict | None:
+        """Lease columns for a run about to be inserted, so that it is created already claimed by
+        this executor (fence 1) and `submit(run_id, claimed=1)` needs no claim transaction; None
+        when stopping or every slot is taken (the run then waits and is claimed when it starts)."""
+        if self._stopping or self._slots.locked():
+            return None
+        return claimed_values(self.owner, self.lease)
+
+    def submit(self, run_id: uuid.UUID, claimed: int | None = None) -> None:
+        """Execute the run; `claimed`: the fence token it was inserted with (`preclaim`)."""
         if self._stopping:
             return
         if run_id in self._tasks:
             self._again.add(run_id)  # resumed while still finishing: run once more afterwards
             self.engine.nudge(run_id)  # or cancelled: a model call in flight is abandoned
             return
-        self._tasks[run_id] = asyncio.create_task(self._execute(run_id), name=f"run-{run_id}")
+        self._tasks[run_id] = asyncio.create_task(self._execute(run_id, claimed), name=f"run-{run_id}")
 
     async def drain(self) -> None:
         """Wait until no run is executing (tests and benchmarks)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
 
-    async def _execute(self, run_id: uuid.UUID) -> None:
+    async def _execute(self, run_id: uuid.UUID, claimed: int | None = None) -> None:
         try:
+            if self._slots.locked():
+                claimed = None  # it will wait for a slot, maybe past its lease: claim it when it starts
             async with self._slots:
                 while True:
+                    fence = Fence(run_id, claimed, self.lease) if claimed is not None else None
+                    claimed = None  # a second pass (`_again`) claims afresh
                     self.metrics.runs_active.inc()
                     try:
-                        await claim_and_execute(self.db, self.engine, run_id, self.owner, self.lease)
+                        await claim_and_execute(self.db, self.engine, run_id, self.owner, self.lease, fence=fence)
                     finally:
                         self.metrics.runs_active.dec()
                     if run_id not in self._again:

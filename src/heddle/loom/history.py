@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import bindparam, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
@@ -32,23 +32,35 @@ def estimate_tokens(text: str | None, provider: str) -> int:
     return (len(text or "") + 3) // 4 + 4
 
 
+# Built once (every model turn reads its history), of plain columns: the messages are only read.
+_m = Message.__table__
+_COLUMNS = (_m.c.id, _m.c.run_id, _m.c.role, _m.c.content, _m.c.seq)
+_RUN = bindparam("run_id", type_=_m.c.run_id.type)
+_THREAD = bindparam("thread_id", type_=_m.c.thread_id.type)
+_OPENING_ID = (select(_m.c.id).where(_m.c.run_id == _RUN, _m.c.role == "user")
+               .order_by(_m.c.seq).limit(1).scalar_subquery())
+_FIRST_PAGE = (select(*_COLUMNS).where(_m.c.thread_id == _THREAD, or_(_m.c.run_id != _RUN, _m.c.id == _OPENING_ID))
+               .order_by(_m.c.seq.desc()).limit(HISTORY_PAGE + 1))
+_NEXT_PAGE = (select(*_COLUMNS).where(_m.c.thread_id == _THREAD, _m.c.run_id != _RUN,
+                                      _m.c.seq < bindparam("last_seq"))
+              .order_by(_m.c.seq.desc()).limit(HISTORY_PAGE + 1))
+_OPENING = select(*_COLUMNS).where(_m.c.id == _OPENING_ID)
+
+
 async def _earlier_messages(session: AsyncSession, run: Run, budget: int, provider: str,
-                            report: dict[str, Any]) -> tuple[list[Message], Message | None]:
+                            report: dict[str, Any]) -> tuple[list[Any], Any | None]:
     """The thread's messages of other runs, newest first, while they fit in `budget` tokens, and
-    this run's opening message (read by the first page's statement too: one round trip)."""
-    opening_id = (select(Message.id).where(Message.run_id == run.id, Message.role == "user")
-                  .order_by(Message.seq).limit(1).scalar_subquery())
-    kept: list[Message] = []
-    opening: Message | None = None
+    this run's opening message (read by the first page's statement too: one round trip); rows
+    with a Message's id, run_id, role, content and seq."""
+    params: dict[str, Any] = {"run_id": run.id, "thread_id": run.thread_id}
+    kept: list[Any] = []
+    opening: Any | None = None
     used, cut, last_seq = 0, False, None
     while not cut and len(kept) < HISTORY_MAX_MESSAGES:
         if last_seq is None:
-            query = select(Message).where(Message.thread_id == run.thread_id,
-                                          or_(Message.run_id != run.id, Message.id == opening_id))
+            page = (await session.execute(_FIRST_PAGE, params)).all()
         else:
-            query = select(Message).where(Message.thread_id == run.thread_id, Message.run_id != run.id,
-                                          Message.seq < last_seq)
-        page = list(await session.scalars(query.order_by(Message.seq.desc()).limit(HISTORY_PAGE + 1)))
+            page = (await session.execute(_NEXT_PAGE, {**params, "last_seq": last_seq})).all()
         full = len(page) > HISTORY_PAGE
         for message in page:
             if message.run_id == run.id:
@@ -71,7 +83,7 @@ async def _earlier_messages(session: AsyncSession, run: Run, budget: int, provid
     report.update({"budget_tokens": budget, "kept_messages": len(kept), "kept_tokens": used,
                    "dropped_messages": dropped})
     if opening is None:  # cut before the page reached it, or crowded out: read it on its own
-        opening = await session.scalar(select(Message).where(Message.id == opening_id))
+        opening = (await session.execute(_OPENING, params)).first()
     return kept, opening
 
 

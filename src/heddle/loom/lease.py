@@ -33,7 +33,8 @@ from heddle.observability.logging import get_logger
 
 log = get_logger(__name__)
 
-__all__ = ["DEFAULT_LEASE", "Fence", "StaleExecutor", "claim", "claim_and_execute", "release", "renew"]
+__all__ = ["DEFAULT_LEASE", "Fence", "StaleExecutor", "claim", "claim_and_execute", "claimed_values", "release",
+           "renew"]
 
 DEFAULT_LEASE = dt.timedelta(seconds=30)
 
@@ -90,11 +91,14 @@ class Fence:
 
 async def claim(db: Database, run_id: uuid.UUID, owner: str, lease: dt.timedelta = DEFAULT_LEASE,
                 *, force: bool = False) -> Fence | None:
-    """Take a `running` run whose lease is free or expired (any lease when `force`); None if not."""
+    """Take a `running` run whose lease is free, expired or `owner`'s own (any lease when
+    `force`); None if not. A run `owner` holds already was inserted claimed (`claimed_values`)
+    and waited for a slot of its executor: claiming it again grows its fence all the same."""
     now = utcnow()
     statement = update(_runs).where(_runs.c.id == run_id, _runs.c.state == RUNNING)
     if not force:
-        statement = statement.where(or_(_runs.c.lease_owner.is_(None), _runs.c.lease_expires_at < now))
+        statement = statement.where(or_(_runs.c.lease_owner.is_(None), _runs.c.lease_expires_at < now,
+                                        _runs.c.lease_owner == owner))
     # Lease bookkeeping is not a change a caller can see: `updated_at` stays as it is.
     statement = statement.values(fence=_runs.c.fence + 1, lease_owner=owner, lease_expires_at=now + lease,
                                  updated_at=_runs.c.updated_at).returning(_runs.c.fence)
@@ -125,23 +129,39 @@ class Executable(Protocol):
         fence was lost: then there is nothing to release."""
 
 
+def claimed_values(owner: str, lease: dt.timedelta = DEFAULT_LEASE) -> dict:
+    """The columns of a run inserted already claimed by `owner` (its first fence, token 1): the
+    in-process executor takes a new run in the very transaction that creates it, which saves
+    the claim's own transaction (see InProcessExecutor.preclaim)."""
+    return {"fence": 1, "lease_owner": owner, "lease_expires_at": utcnow() + lease}
+
+
 async def claim_and_execute(db: Database, engine: Executable, run_id: uuid.UUID, owner: str,
-                            lease: dt.timedelta = DEFAULT_LEASE, *, force: bool = False) -> bool:
+                            lease: dt.timedelta = DEFAULT_LEASE, *, force: bool = False,
+                            fence: Fence | None = None) -> bool:
     """Claim the run, execute it while renewing the lease, release it; False if it was not claimable.
 
     Used by every executor (in-process tasks, queue workers), so all hold runs the same way.
+    `fence`: the run was claimed already (inserted with `claimed_values`).
     """
-    fence = await claim(db, run_id, owner, lease, force=force)
     if fence is None:
-        return False
-    renewer = asyncio.create_task(_keep_renewed(db, fence), name=f"lease-{run_id}")
+        fence = await claim(db, run_id, owner, lease, force=force)
+        if fence is None:
+            return False
+    # Most runs end long before their first renewal is due: a timer, not a task per run, until then.
+    loop = asyncio.get_running_loop()
+    renewer: list[asyncio.Task] = []
+    timer = loop.call_later(fence.lease.total_seconds() / 3, lambda: renewer.append(
+        loop.create_task(_keep_renewed(db, fence), name=f"lease-{run_id}")))
     done = False
     try:
         done = bool(await engine.execute(run_id, fence))
     finally:
-        renewer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await renewer
+        timer.cancel()
+        for task in renewer:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if not done:
             try:
                 await release(db, fence)
@@ -151,11 +171,12 @@ async def claim_and_execute(db: Database, engine: Executable, run_id: uuid.UUID,
 
 
 async def _keep_renewed(db: Database, fence: Fence) -> None:
+    """Renew now (a third of the lease has passed), then every third of the lease."""
     while True:
-        await asyncio.sleep(fence.lease.total_seconds() / 3)
         try:
             if not await renew(db, fence):
                 log.warning("run_lease_lost", run_id=str(fence.run_id), fence=fence.token)
                 return  # the engine finds out at its next write and stops
         except Exception:
             log.exception("lease_renew_failed", run_id=str(fence.run_id))
+        await asyncio.sleep(fence.lease.total_seconds() / 3)

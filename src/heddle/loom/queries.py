@@ -6,6 +6,7 @@ import base64
 import datetime as dt
 import json
 import uuid
+from types import SimpleNamespace
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -76,6 +77,37 @@ async def visible_run(session: AsyncSession, auth: AuthContext, run_id: str, *, 
     if auth.subject is not None and run.subject != auth.subject:
         raise not_found("run")
     return run
+
+
+# A run as `GET /v1/loom/runs/{id}` shows it, with its latest answer, in one statement of plain
+# columns (no ORM objects): the most frequent request of a client waiting for a run.
+_m = Message.__table__
+_LATEST_ANSWER_ID = (select(_m.c.id).where(_m.c.run_id == Run.id, _m.c.role == "assistant")
+                     .order_by(_m.c.seq.desc()).limit(1).correlate(Run).scalar_subquery())
+_RUN_VIEW = (
+    select(Run.id, Run.thread_id, Run.workspace_id, Run.subject, Run.state, Run.cost_micro, Run.connection_id,
+           Run.pending_question, Run.error_code, Run.error_message, Run.created_at, Run.updated_at,
+           _m.c.id.label("m_id"), _m.c.run_id.label("m_run_id"), _m.c.thread_id.label("m_thread_id"),
+           _m.c.role.label("m_role"), _m.c.content.label("m_content"), _m.c.created_at.label("m_created_at"))
+    .outerjoin(_m, _m.c.id == _LATEST_ANSWER_ID)
+    .where(Run.id == bindparam("run_id", type_=Run.id.type))
+)
+
+
+async def visible_run_view(session: AsyncSession, auth: AuthContext, run_id: str):
+    """The visible run's columns that a Run shows (a row, not an ORM object) and its latest
+    answer (an object with a Message's fields, or None); 404 as `visible_run`."""
+    rid = parse_id(run_id, "run")
+    row = (await session.execute(_RUN_VIEW, {"run_id": rid})).first()
+    if row is None or row.workspace_id != auth.workspace_id:
+        raise not_found("run")
+    if auth.subject is not None and row.subject != auth.subject:
+        raise not_found("run")
+    latest = None
+    if row.m_id is not None:
+        latest = SimpleNamespace(id=row.m_id, thread_id=row.m_thread_id, run_id=row.m_run_id, role=row.m_role,
+                                 content=row.m_content, created_at=row.m_created_at)
+    return row, latest
 
 
 _LATEST_ANSWER = (select(Message).where(Message.run_id == bindparam("run_id", type_=Message.run_id.type),

@@ -80,7 +80,8 @@ async def list_threads(agent: str | None = Query(None, max_length=80), limit: in
 async def post_message(thread_id: UUIDPath, body: PostMessage, request: Request, background: BackgroundTasks):
     effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
-        data = await service.post_message(session, auth, thread_id, body.content, effects, body.if_busy)
+        data = await service.post_message(session, auth, thread_id, body.content, effects, body.if_busy,
+                                          preclaim=getattr(services(request).executor, "preclaim", None))
         await stage(session, effects)
         response = await commit_response(session, request, ok(data, status_code=202))
     await _apply_after_response(request, auth, effects, background)

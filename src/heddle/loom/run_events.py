@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import bindparam, func, insert, select
 
 from heddle.db.base import Database, utcnow
 from heddle.loom.effects import Effects
@@ -59,8 +59,12 @@ async def _lock_run(session, run_id: uuid.UUID) -> str | None:
     return await session.scalar(select(Run.workspace_id).where(Run.id == run_id).with_for_update())
 
 
-async def _insert(session, run_id: uuid.UUID, events: list[tuple[str, dict[str, Any]]]) -> int:
-    last = await session.scalar(select(func.coalesce(func.max(RunEvent.seq), 0)).where(RunEvent.run_id == run_id))
+_LAST_SEQ = select(func.coalesce(func.max(RunEvent.seq), 0)).where(RunEvent.run_id == bindparam("rid"))
+
+
+async def _insert(session, run_id: uuid.UUID, events: list[tuple[str, dict[str, Any]]], *, new: bool = False) -> int:
+    """Insert after the run's last event (`new`: the run was created in this transaction, so none)."""
+    last = 0 if new else await session.scalar(_LAST_SEQ, {"rid": run_id})
     now = utcnow()
     rows = [{"run_id": run_id, "seq": last + i, "event": name, "data": data, "created_at": now}
             for i, (name, data) in enumerate(events, start=1)]
@@ -73,7 +77,8 @@ async def append_rows(session, run_id: uuid.UUID, events: Iterable[tuple[str, di
     events = list(events)
     if not events:
         return 0
-    await _lock_run(session, run_id)
+    if session.bind.dialect.name != "sqlite":  # SQLite's write transaction is the database's only one
+        await _lock_run(session, run_id)
     return await _insert(session, run_id, events)
 
 
@@ -89,24 +94,27 @@ async def stage(session, effects: Effects, held: dict[uuid.UUID, str] | None = N
         run_id = event_run_id(name, data)
         if run_id is not None:
             by_run.setdefault(run_id, []).append((name, data))
+    held = {**(held or {}), **effects.created}
     for run_id, events in by_run.items():
-        workspace_id = (held or {}).get(run_id) or await _lock_run(session, run_id)
+        workspace_id = held.get(run_id) or await _lock_run(session, run_id)
         if workspace_id is None:
             continue
-        await _enqueue_webhooks(session, workspace_id, run_id, events)
-        await _insert(session, run_id, events)
+        if await _enqueue_webhooks(session, workspace_id, run_id, events):
+            effects.webhooks_owed = True
+        await _insert(session, run_id, events, new=run_id in effects.created)
 
 
 async def _enqueue_webhooks(session, workspace_id: str, run_id: uuid.UUID,
-                            events: list[tuple[str, dict[str, Any]]]) -> None:
+                            events: list[tuple[str, dict[str, Any]]]) -> bool:
     """One delivery per state the run *entered* (a `run.updated` that repeats the state it was
-    already in, such as one of several outcomes posted, is not a new webhook)."""
+    already in, such as one of several outcomes posted, is not a new webhook). True if any."""
     updates = [data for name, data in events if name == "run.updated"]
     if not any(data.get("state") in WEBHOOK_STATES for data in updates):
-        return
+        return False
     endpoint = await webhooks.endpoint_for(session, workspace_id)
     if endpoint is None:
-        return
+        return False
+    owed = False
     previous = await session.scalar(
         select(RunEvent.data).where(RunEvent.run_id == run_id, RunEvent.event == "run.updated")
         .order_by(RunEvent.seq.desc()).limit(1))
@@ -114,7 +122,9 @@ async def _enqueue_webhooks(session, workspace_id: str, run_id: uuid.UUID,
     for data in updates:
         if data.get("state") != state and data.get("state") in WEBHOOK_STATES:
             webhooks.enqueue(session, workspace_id, f"run.{data['state']}", data)
+            owed = True
         state = data.get("state")
+    return owed
 
 
 async def read_after(session, run_id: uuid.UUID, after: int, limit: int = 500) -> list[RunEvent]:
@@ -174,7 +184,7 @@ class RunEventLog:
     def __init__(self, db: Database, signals: RunEventSignals | None = None):
         self.db = db
         self.signals = signals or RunEventSignals()
-        self.listeners: list[Callable[[], None]] = []  # told after every commit of run events
+        self.listeners: list[Callable[[], None]] = []  # told after a commit that owed webhooks
         self._pending: dict[uuid.UUID, list[tuple[str, dict[str, Any]]]] = {}
         self._writers: dict[uuid.UUID, asyncio.Task[None]] = {}
         self.dropped = 0  # pieces lost to a failed write (the whole message still arrives)
@@ -204,6 +214,7 @@ class RunEventLog:
         """Call after the commit of a transaction that `stage()`d `effects`."""
         if any(True for _ in runs_of(effects)):
             self.signals.notify_for(effects)
+        if effects.webhooks_owed:  # the dispatcher polls too; a wake-up is only for speed
             for listener in self.listeners:
                 listener()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -39,12 +40,15 @@ _INSERT_RUN = insert(Run.__table__)
 _INSERT_MESSAGE = insert(Message.__table__)
 
 
-async def render_run(session: AsyncSession, run: Run) -> dict[str, Any]:
+async def render_run(session: AsyncSession, run: Run, latest: Any = False) -> dict[str, Any]:
+    """The run as the API shows it; `latest` is its latest answer when the caller read it already."""
     awaiting = await q.awaiting_tool_calls(session, run.id) if run.state == AWAITING_OUTCOME else None
     # Waiting for input without a question: an `interaction: approve` call asks first.
     approvals = (await approvals_module.awaiting_approval(session, run.id)
                  if run.state == AWAITING_INPUT and run.pending_question is None else None)
-    return run_dict(run, latest=await q.latest_assistant_message(session, run.id),
+    if latest is False:
+        latest = await q.latest_assistant_message(session, run.id)
+    return run_dict(run, latest=latest,
                     connection=await q.connection_ref(session, run.connection_id), awaiting=awaiting,
                     approvals=approvals)
 
@@ -121,7 +125,9 @@ async def _resolve_run_connection(session: AsyncSession, auth: AuthContext, agen
 
 
 async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str, content: str,
-                       effects: Effects, if_busy: str = "reject") -> dict[str, Any]:
+                       effects: Effects, if_busy: str = "reject",
+                       preclaim: Callable[[], dict[str, Any] | None] | None = None) -> dict[str, Any]:
+    """`preclaim`: the in-process executor's, so that a new run is inserted already claimed."""
     auth.require_subject()
     if session.bind.dialect.name != "sqlite":  # SQLite's BEGIN IMMEDIATE already serialises this
         # Lock the thread row first so two concurrent messages cannot both start a run.
@@ -166,11 +172,16 @@ async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str,
                        updated_at=now, cost_micro=0, turn_count=0)
         message_row = dict(id=uuid.uuid4(), thread_id=thread.id, run_id=run_row["id"], seq=seq, role="user",
                            content=content, created_at=now)
+        claimed = preclaim() if preclaim is not None else None
+        if claimed is not None:
+            run_row.update(claimed)
+            effects.claimed[run_row["id"]] = claimed["fence"]
         # Core inserts: the hottest write of the API, and the ORM unit of work cost more than
         # the two statements. The objects below are only read back for the response.
         await session.execute(_INSERT_RUN, run_row)
         await session.execute(_INSERT_MESSAGE, message_row)
         run, message = Run(**run_row), Message(**message_row)
+        effects.created[run.id] = auth.workspace_id  # its events are staged without a lock or a read
     if run.turn_count == 0 and run.connection_id is None:  # a new run: nothing more to read
         run_data = run_dict(run, latest=None, connection=None)
     else:
@@ -182,7 +193,8 @@ async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str,
 
 
 async def get_run(session: AsyncSession, auth: AuthContext, run_id: str) -> dict[str, Any]:
-    return await render_run(session, await q.visible_run(session, auth, run_id))
+    run, latest = await q.visible_run_view(session, auth, run_id)
+    return await render_run(session, run, latest)
 
 
 async def get_trace(session: AsyncSession, auth: AuthContext, run_id: str) -> dict[str, Any]:
