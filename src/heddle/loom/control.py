@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import and_, case, delete, exists, or_, select, update
+from sqlalchemy import and_, bindparam, case, delete, exists, or_, select, update
 
 from heddle.auth.context import AuthContext
 from heddle.db.base import utcnow
@@ -144,13 +144,21 @@ async def hold_or_cancelled(session, fence, **values) -> None:
         raise fence.stale()
 
 
+_THREAD_ID = bindparam("thread_id", type_=QueuedMessage.thread_id.type)
+# Built once (every run's end runs it): the thread's oldest queued run, if no run of it is busy.
+_QUEUE_HEAD_IF_IDLE = (
+    select(QueuedMessage.run_id)
+    .where(QueuedMessage.thread_id == _THREAD_ID,
+           ~exists().where(Run.thread_id == _THREAD_ID, Run.state.in_(BUSY_STATES)))
+    .order_by(QueuedMessage.id).limit(1)
+)
+
+
 async def advance_queue(session, thread_id: uuid.UUID, effects: Effects) -> Run | None:
     """Start the thread's oldest queued run when no run of the thread is busy any more."""
     await _lock_thread(session, thread_id)
     # One statement (it runs at the end of every run): the oldest queued run, if none is busy.
-    busy = exists().where(Run.thread_id == thread_id, Run.state.in_(BUSY_STATES))
-    head = await session.scalar(select(QueuedMessage.run_id).where(QueuedMessage.thread_id == thread_id, ~busy)
-                                .order_by(QueuedMessage.id).limit(1))
+    head = await session.scalar(_QUEUE_HEAD_IF_IDLE, {"thread_id": thread_id})
     if head is None:
         return None
     run = await session.get(Run, head)

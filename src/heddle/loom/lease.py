@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import functools
 import os
 import socket
 import uuid
@@ -53,6 +54,16 @@ _HOLD = _HELD.values(lease_expires_at=bindparam("expires"), updated_at=_runs.c.u
 _CURRENT = select(_runs.c.fence, _runs.c.state).where(_runs.c.id == bindparam("rid"))
 
 
+_PLAIN = (str, int, float, dt.datetime, type(None))
+
+
+@functools.cache
+def _hold_setting(columns: tuple[str, ...]):
+    """The fenced UPDATE that also sets `columns` (from parameters `v_<column>`)."""
+    return _HELD.values({"lease_expires_at": bindparam("expires"),
+                         **{c: bindparam(f"v_{c}", type_=_runs.c[c].type) for c in columns}})
+
+
 @dataclass(frozen=True)
 class Fence:
     """The token an executor claimed a run with; the condition of each of its writes."""
@@ -75,9 +86,15 @@ class Fence:
         and stops; on SQLite the transaction holds the database's one write lock. Either way the
         writes that follow in the same transaction happen only while this executor holds the run.
         """
-        statement = _HELD.values({"lease_expires_at": bindparam("expires"), **values}) if values else _HOLD
-        result = await session.execute(statement, {"rid": self.run_id, "token": self.token,
-                                                   "expires": utcnow() + self.lease})
+        params = {"rid": self.run_id, "token": self.token, "expires": utcnow() + self.lease}
+        if not values:
+            statement = _HOLD
+        elif all(isinstance(v, _PLAIN) for v in values.values()):
+            statement = _hold_setting(tuple(values))  # built once per set of columns
+            params.update({f"v_{key}": value for key, value in values.items()})
+        else:  # an SQL expression among the values
+            statement = _HELD.values({"lease_expires_at": bindparam("expires"), **values})
+        result = await session.execute(statement, params)
         if result.rowcount != 1:
             raise self.stale()
 

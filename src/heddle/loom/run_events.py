@@ -59,6 +59,8 @@ async def _lock_run(session, run_id: uuid.UUID) -> str | None:
     return await session.scalar(select(Run.workspace_id).where(Run.id == run_id).with_for_update())
 
 
+_LAST_UPDATE = (select(RunEvent.data).where(RunEvent.run_id == bindparam("rid"), RunEvent.event == "run.updated")
+                .order_by(RunEvent.seq.desc()).limit(1))
 _LAST_SEQ = select(func.coalesce(func.max(RunEvent.seq), 0)).where(RunEvent.run_id == bindparam("rid"))
 
 
@@ -111,13 +113,10 @@ async def _enqueue_webhooks(session, workspace_id: str, run_id: uuid.UUID,
     updates = [data for name, data in events if name == "run.updated"]
     if not any(data.get("state") in WEBHOOK_STATES for data in updates):
         return False
-    endpoint = await webhooks.endpoint_for(session, workspace_id)
-    if endpoint is None:
+    if not await webhooks.has_endpoint(session, workspace_id):
         return False
     owed = False
-    previous = await session.scalar(
-        select(RunEvent.data).where(RunEvent.run_id == run_id, RunEvent.event == "run.updated")
-        .order_by(RunEvent.seq.desc()).limit(1))
+    previous = await session.scalar(_LAST_UPDATE, {"rid": run_id})
     state = (previous or {}).get("state")
     for data in updates:
         if data.get("state") != state and data.get("state") in WEBHOOK_STATES:

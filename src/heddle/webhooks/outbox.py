@@ -11,7 +11,7 @@ import datetime as dt
 import secrets
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from heddle.db.base import utcnow
 from heddle.timeutil import iso
@@ -22,8 +22,17 @@ def new_event_id() -> str:
     return f"evt_{secrets.token_hex(12)}"
 
 
+_ENDPOINT = select(WebhookEndpoint).where(WebhookEndpoint.workspace_id == bindparam("workspace_id"))
+_HAS_ENDPOINT = select(WebhookEndpoint.workspace_id).where(WebhookEndpoint.workspace_id == bindparam("workspace_id"))
+
+
 async def endpoint_for(session, workspace_id: str) -> WebhookEndpoint | None:
-    return await session.scalar(select(WebhookEndpoint).where(WebhookEndpoint.workspace_id == workspace_id))
+    return await session.scalar(_ENDPOINT, {"workspace_id": workspace_id})
+
+
+async def has_endpoint(session, workspace_id: str) -> bool:
+    """Whether the workspace has a webhook endpoint (one plain-column read: every run's end asks)."""
+    return await session.scalar(_HAS_ENDPOINT, {"workspace_id": workspace_id}) is not None
 
 
 def enqueue(session, workspace_id: str, event_type: str, data: dict[str, Any],
