@@ -26,13 +26,14 @@ def workspace_info(ws: Workspace) -> WorkspaceInfo:
 KEYS_WITH_WORKSPACE = select(ApiKey, Workspace).join(Workspace, Workspace.id == ApiKey.workspace_id)
 # The relay lookup reads plain columns, not ORM objects: no identity map, no unit of work and
 # none of the workspace's large columns (its JWKS) for the most frequent statement of the API.
+# Table columns (not the mapped attributes), so the session runs it as a Core statement.
+_k, _w = ApiKey.__table__.c, Workspace.__table__.c
 _KEY_BY_SECRET_HASH = (
-    select(ApiKey.id, ApiKey.secret_hash, ApiKey.revoked_at, ApiKey.mode, Workspace.id.label("ws_id"),
-           Workspace.name, Workspace.allowed_origins, Workspace.realtime_enabled, Workspace.request_secret,
-           Workspace.mint_url, Workspace.balance_micro, Workspace.rate_limit_per_key,
-           Workspace.rate_limit_per_subject)
-    .join(Workspace, Workspace.id == ApiKey.workspace_id)
-    .where(ApiKey.secret_hash == bindparam("digest"))
+    select(_k.id, _k.secret_hash, _k.revoked_at, _k.mode, _w.id.label("ws_id"), _w.name, _w.allowed_origins,
+           _w.realtime_enabled, _w.request_secret, _w.mint_url, _w.balance_micro, _w.rate_limit_per_key,
+           _w.rate_limit_per_subject)
+    .join_from(ApiKey.__table__, Workspace.__table__, _w.id == _k.workspace_id)
+    .where(_k.secret_hash == bindparam("digest"))
 )
 
 

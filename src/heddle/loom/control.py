@@ -144,13 +144,15 @@ async def hold_or_cancelled(session, fence, **values) -> None:
         raise fence.stale()
 
 
-_THREAD_ID = bindparam("thread_id", type_=QueuedMessage.thread_id.type)
-# Built once (every run's end runs it): the thread's oldest queued run, if no run of it is busy.
+_queued, _runs = QueuedMessage.__table__.c, Run.__table__.c
+_THREAD_ID = bindparam("thread_id", type_=_queued.thread_id.type)
+# Built once, of table columns (every run's end runs it): the thread's oldest queued run, if no
+# run of it is busy.
 _QUEUE_HEAD_IF_IDLE = (
-    select(QueuedMessage.run_id)
-    .where(QueuedMessage.thread_id == _THREAD_ID,
-           ~exists().where(Run.thread_id == _THREAD_ID, Run.state.in_(BUSY_STATES)))
-    .order_by(QueuedMessage.id).limit(1)
+    select(_queued.run_id)
+    .where(_queued.thread_id == _THREAD_ID,
+           ~exists().where(_runs.thread_id == _THREAD_ID, _runs.state.in_(BUSY_STATES)))
+    .order_by(_queued.id).limit(1)
 )
 
 

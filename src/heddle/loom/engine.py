@@ -193,9 +193,12 @@ class RunEngine:
         started = time.perf_counter()
         call = asyncio.ensure_future(provider.complete(model_class, conversation, specs, stream))
         self._model_calls[run.id] = call
+        deltas: list[tuple[str, dict[str, Any]]] = []
+        answered = False
         try:
             remaining = max(0.001, deadline - time.monotonic())
             response: ModelResponse = await asyncio.wait_for(call, timeout=remaining)
+            answered = True
         except asyncio.CancelledError:
             if run.id in self._abandoned:  # cancelled while the model was thinking: drop it
                 self._abandoned.discard(run.id)
@@ -208,7 +211,12 @@ class RunEngine:
             raise RunFailure("model_error", str(exc)) from None
         finally:
             self._model_calls.pop(run.id, None)
-            await self.run_events.drain(run.id)  # the reply's deltas are stored before its message
+            # The reply's deltas are stored before its message: those not yet written go in the
+            # turn's transaction below; without a turn to record, the writer stores them.
+            if answered:
+                deltas = await self.run_events.take(run.id)
+            else:
+                await self.run_events.drain(run.id)
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
         effects = Effects()
         finish = not response.tool_calls
@@ -247,7 +255,8 @@ class RunEngine:
                 await session.execute(_INSERT_TOOL_CALL, [
                     self._new_tool_call(run, agent, turn_id, seq + i, call)
                     for i, call in enumerate(response.tool_calls, start=1)])
-            await stage(session, effects, held={run.id: run.workspace_id})  # the fenced UPDATE locked it
+            # The fenced UPDATE locked the run; its deltas come first.
+            await stage(session, effects, held={run.id: run.workspace_id}, first={run.id: deltas})
         await self._publish(effects, run.workspace_id, realtime)
         return not finish
 

@@ -81,16 +81,18 @@ async def visible_run(session: AsyncSession, auth: AuthContext, run_id: str, *, 
 
 # A run as `GET /v1/loom/runs/{id}` shows it, with its latest answer, in one statement of plain
 # columns (no ORM objects): the most frequent request of a client waiting for a run.
-_m = Message.__table__
-_LATEST_ANSWER_ID = (select(_m.c.id).where(_m.c.run_id == Run.id, _m.c.role == "assistant")
-                     .order_by(_m.c.seq.desc()).limit(1).correlate(Run).scalar_subquery())
+# Table columns (not mapped attributes): the session runs it as a Core statement.
+_m, _runs = Message.__table__, Run.__table__
+_r = _runs.c
+_LATEST_ANSWER_ID = (select(_m.c.id).where(_m.c.run_id == _r.id, _m.c.role == "assistant")
+                     .order_by(_m.c.seq.desc()).limit(1).correlate(_runs).scalar_subquery())
 _RUN_VIEW = (
-    select(Run.id, Run.thread_id, Run.workspace_id, Run.subject, Run.state, Run.cost_micro, Run.connection_id,
-           Run.pending_question, Run.error_code, Run.error_message, Run.created_at, Run.updated_at,
+    select(_r.id, _r.thread_id, _r.workspace_id, _r.subject, _r.state, _r.cost_micro, _r.connection_id,
+           _r.pending_question, _r.error_code, _r.error_message, _r.created_at, _r.updated_at,
            _m.c.id.label("m_id"), _m.c.run_id.label("m_run_id"), _m.c.thread_id.label("m_thread_id"),
            _m.c.role.label("m_role"), _m.c.content.label("m_content"), _m.c.created_at.label("m_created_at"))
-    .outerjoin(_m, _m.c.id == _LATEST_ANSWER_ID)
-    .where(Run.id == bindparam("run_id", type_=Run.id.type))
+    .select_from(_runs).outerjoin(_m, _m.c.id == _LATEST_ANSWER_ID)
+    .where(_r.id == bindparam("run_id", type_=_r.id.type))
 )
 
 

@@ -9,9 +9,11 @@ ended long ago, so nothing is lost between connections.
   change they describe (an outbox): an event is stored exactly when its change commits.
 - `message.delta` pieces stream outside any transaction (the model is still writing), so
   `RunEventLog.append()` buffers them and one writer task per run stores them in batches
-  (group commit: the first piece is written at once, what arrives during a write goes in the
-  next). The engine waits for that writer before it records the turn, so a reply's deltas
-  always come before its `message.created`.
+  (group commit: the first piece is written after a short gathering window, `GATHER_SECONDS`,
+  what arrives during a write goes in the next). When the model call ends, the engine takes
+  the pieces no writer has taken yet (`take()`, after waiting for a write in progress) and
+  stores them in the turn's own transaction, ahead of the reply's `message.created`: a reply
+  that arrives at once (or whose last pieces arrive together) costs no transaction of its own.
 
 `seq` is allocated as max + 1 while holding the run's row lock (PostgreSQL `FOR UPDATE`; every
 writer of a run's events holds it, SQLite has one writer anyway), so ids never collide.
@@ -38,6 +40,9 @@ from heddle.webhooks import outbox as webhooks
 log = get_logger(__name__)
 
 STORED_EVENTS = ("run.updated", "message.created", "message.delta")
+# A delta writer waits this long before its first write, so that pieces arriving together (and a
+# model call that ends meanwhile, see RunEventLog.take) share one write.
+GATHER_SECONDS = 0.002
 WEBHOOK_STATES = ("closed", "failed", "awaiting_input", "awaiting_outcome")  # run.<state> webhooks
 _INSERT = insert(RunEvent.__table__)
 
@@ -59,9 +64,11 @@ async def _lock_run(session, run_id: uuid.UUID) -> str | None:
     return await session.scalar(select(Run.workspace_id).where(Run.id == run_id).with_for_update())
 
 
-_LAST_UPDATE = (select(RunEvent.data).where(RunEvent.run_id == bindparam("rid"), RunEvent.event == "run.updated")
-                .order_by(RunEvent.seq.desc()).limit(1))
-_LAST_SEQ = select(func.coalesce(func.max(RunEvent.seq), 0)).where(RunEvent.run_id == bindparam("rid"))
+# Built once, of table columns (Core statements: every step that changes a run runs them).
+_e = RunEvent.__table__.c
+_LAST_UPDATE = (select(_e.data).where(_e.run_id == bindparam("rid"), _e.event == "run.updated")
+                .order_by(_e.seq.desc()).limit(1))
+_LAST_SEQ = select(func.coalesce(func.max(_e.seq), 0)).where(_e.run_id == bindparam("rid"))
 
 
 async def _insert(session, run_id: uuid.UUID, events: list[tuple[str, dict[str, Any]]], *, new: bool = False) -> int:
@@ -84,14 +91,17 @@ async def append_rows(session, run_id: uuid.UUID, events: Iterable[tuple[str, di
     return await _insert(session, run_id, events)
 
 
-async def stage(session, effects: Effects, held: dict[uuid.UUID, str] | None = None) -> None:
+async def stage(session, effects: Effects, held: dict[uuid.UUID, str] | None = None,
+                first: dict[uuid.UUID, list[tuple[str, dict[str, Any]]]] | None = None) -> None:
     """Store the run events collected in `effects` inside the caller's transaction, and the
     webhook deliveries they cause (a run that entered closed, failed or a waiting state).
 
     `held` maps runs whose row the caller's transaction already locked (the engine's fenced
-    UPDATE does) to their workspace: their lock is not taken again.
+    UPDATE does) to their workspace: their lock is not taken again. `first`: events stored
+    ahead of those of `effects` (a reply's deltas, already published: see RunEventLog.take).
     """
-    by_run: dict[uuid.UUID, list[tuple[str, dict[str, Any]]]] = {}
+    by_run: dict[uuid.UUID, list[tuple[str, dict[str, Any]]]] = {
+        run_id: list(events) for run_id, events in (first or {}).items() if events}
     for _, name, data in effects.events:
         run_id = event_run_id(name, data)
         if run_id is not None:
@@ -186,6 +196,7 @@ class RunEventLog:
         self.listeners: list[Callable[[], None]] = []  # told after a commit that owed webhooks
         self._pending: dict[uuid.UUID, list[tuple[str, dict[str, Any]]]] = {}
         self._writers: dict[uuid.UUID, asyncio.Task[None]] = {}
+        self._writing: set[uuid.UUID] = set()  # runs whose writer took a batch and is storing it
         self.dropped = 0  # pieces lost to a failed write (the whole message still arrives)
 
     def append(self, run_id: uuid.UUID, event: str, data: dict[str, Any]) -> None:
@@ -195,7 +206,9 @@ class RunEventLog:
 
     async def _write(self, run_id: uuid.UUID) -> None:
         try:
+            await asyncio.sleep(GATHER_SECONDS)
             while batch := self._pending.pop(run_id, None):
+                self._writing.add(run_id)
                 try:
                     async with self.db.transaction() as session:
                         last = await append_rows(session, run_id, batch)
@@ -207,6 +220,7 @@ class RunEventLog:
                 first = last - len(batch) + 1  # live streams send these without reading them back
                 self.signals.notify(run_id, [(first + i, name, data) for i, (name, data) in enumerate(batch)])
         finally:
+            self._writing.discard(run_id)
             self._writers.pop(run_id, None)
 
     def committed(self, effects: Effects) -> None:
@@ -222,3 +236,12 @@ class RunEventLog:
         writer = self._writers.get(run_id)
         if writer is not None:
             await asyncio.shield(writer)
+
+    async def take(self, run_id: uuid.UUID) -> list[tuple[str, dict[str, Any]]]:
+        """The pieces appended for this run that no writer has taken, for the caller to store
+        in its own transaction; a write already in progress is waited for first, so what the
+        caller stores comes after everything stored before."""
+        writer = self._writers.get(run_id)
+        if writer is not None and run_id in self._writing:
+            await asyncio.shield(writer)  # it also stores whatever arrived during its write
+        return self._pending.pop(run_id, [])  # a writer still gathering then finds nothing

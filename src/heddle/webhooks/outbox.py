@@ -23,7 +23,8 @@ def new_event_id() -> str:
 
 
 _ENDPOINT = select(WebhookEndpoint).where(WebhookEndpoint.workspace_id == bindparam("workspace_id"))
-_HAS_ENDPOINT = select(WebhookEndpoint.workspace_id).where(WebhookEndpoint.workspace_id == bindparam("workspace_id"))
+_endpoints = WebhookEndpoint.__table__.c
+_HAS_ENDPOINT = select(_endpoints.workspace_id).where(_endpoints.workspace_id == bindparam("workspace_id"))
 
 
 async def endpoint_for(session, workspace_id: str) -> WebhookEndpoint | None:
