@@ -65,6 +65,13 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
         database = make_url(url).database
         inline = bool(database) and database != ":memory:" and not database.startswith("file:")
         if inline:  # the usual case: a file; see heddle/db/sqlite_inline.py for why
+            # A connection is held by every request and run step in flight (a write one also
+            # while it waits for the writer lock), so a busy server has dozens at once. The
+            # default pool (5 + 10 overflow) opened and closed one per checkout beyond five, each
+            # a new SQLite connection with its PRAGMAs; these stay open (memory: SQLite's page
+            # cache, up to 2 MB a connection).
+            kwargs.setdefault("pool_size", 32)
+            kwargs.setdefault("max_overflow", 96)
             engine = create_async_engine(url, async_creator=inline_creator(database), **kwargs)
         else:
             engine = create_async_engine(url, connect_args={"timeout": 30}, **kwargs)
