@@ -3,7 +3,7 @@
 export function credits(v: number | null | undefined): string {
   if (v === null || v === undefined) return "—";
   const abs = Math.abs(v);
-  const digits = abs === 0 ? 0 : abs < 0.01 ? 6 : abs < 1 ? 4 : 2;
+  const digits = abs === 0 ? 0 : abs < 0.01 ? 6 : 4;
   return v.toLocaleString("en-US", { minimumFractionDigits: 0, maximumFractionDigits: digits });
 }
 

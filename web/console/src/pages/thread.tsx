@@ -13,7 +13,7 @@ export function Thread({ ws, thread }: { ws: string; thread: string }) {
     <div>
       <p class="crumbs"><Link href={`/w/${ws}/runs`}>Runs</Link> <span aria-hidden="true">/</span> Thread</p>
       <PageHead title="Conversation" sub={<><span class="mono">{t.subject}</span> with agent <Link href={`/w/${ws}/agents/${t.agent}`} class="mono">{t.agent}</Link> · started {when(t.created_at)}</>} />
-      <div class="two-col">
+      <div class="two-col two-col-wide">
         <Card title="Messages">
           {messages.length === 0 ? <Empty>No messages yet.</Empty> : (
             <ol class="chat" aria-label="Messages, oldest first">
