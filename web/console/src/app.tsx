@@ -31,7 +31,16 @@ export function App() {
 
   if (state === "loading") return <main class="center"><Loading what="Opening the console" /></main>;
   if (state === "out") return <SignedOut />;
-  if (state === "error") return <main class="center narrow"><h1>Heddle console</h1><ErrorBox error={error} /></main>;
+  if (state === "error") {
+    const missing = (error as { code?: string })?.code === "not_found";
+    return (
+      <main class="center"><div class="narrow">
+        <h1>Heddle console</h1>
+        {missing ? <p>This server does not answer the console API at <code>/console/api</code>: it may be an older
+          version of Heddle than this console. Update the server, then reload.</p> : <ErrorBox error={error} title="The console could not start" />}
+      </div></main>
+    );
+  }
   return <Shell me={me!} />;
 }
 

@@ -24,7 +24,7 @@ export function Keys({ ws }: { ws: string }) {
     <div>
       <Card title="Create a key">
         <form class="form-row" onSubmit={(e) => { e.preventDefault(); create.run(); }}>
-          <div class="field">
+          <div class="field field-narrow">
             <label for="k-mode">Mode</label>
             <select id="k-mode" value={mode} onChange={(e) => setMode(e.currentTarget.value)}>
               <option value="live">live (sk_live_…)</option><option value="test">test (sk_test_…)</option>
