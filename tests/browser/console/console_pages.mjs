@@ -1,7 +1,13 @@
 // The operator console end to end, against a real Heddle server seeded by the test (CLI + /v1):
 // sign in with a login link, then every page with real data, live updates, mutations (each with
 // X-CSRF-Token) and readable errors. Screenshots of each page go to the screenshot folder.
-import { main, shot, watch } from "../browser.mjs";
+import { main, shot as fullShot, watch } from "../browser.mjs";
+
+// Full-page screenshots from the top, so the sticky top bar sits where a person sees it.
+async function shot(page, name) {
+  await page.evaluate(() => window.scrollTo(0, 0));
+  return fullShot(page, name);
+}
 
 const U = process.env.HEDDLE_URL;
 const WS = process.env.WS, WS_NAME = process.env.WS_NAME, KEY = process.env.KEY_SECRET;
@@ -41,7 +47,7 @@ await main(async (browser, report) => {
   await page.getByRole("button", { name: /sign in/i }).click();
   await page.waitForURL(/\/console\/?$/);
   await page.getByRole("heading", { name: "Workspaces" }).waitFor();
-  await page.getByText(WS_NAME).first().waitFor();
+  await page.locator("main").getByText(WS_NAME).first().waitFor();
   await shot(page, "console-workspaces");
   // The same link a second time is refused.
   const again = await context.request.get(U + process.env.LOGIN_PATH, { maxRedirects: 0 });
@@ -63,7 +69,7 @@ await main(async (browser, report) => {
   await page.locator(`tr[data-run="${RUN}"]`).waitFor();
   await page.getByLabel("Subject").fill("web:nobody");
   await page.getByLabel("Subject").press("Enter");
-  await page.getByText("No runs match").waitFor();
+  await page.locator("main").getByText("No runs match").waitFor();
   report.filter_subject_empty = true;
   await page.getByRole("button", { name: "Clear" }).click();
   await page.locator(`tr[data-run="${RUN}"]`).waitFor();
@@ -72,7 +78,7 @@ await main(async (browser, report) => {
   await page.evaluate(() => { window.__noReload = true; });
   await page.getByLabel("Subject").fill("web:carol");
   await page.getByLabel("Subject").press("Enter");
-  await page.getByText("No runs match").waitFor();
+  await page.locator("main").getByText("No runs match").waitFor();
   const thread = await v1("POST", "/v1/loom/threads", { agent: AGENT }, "web:carol");
   const sent = await v1("POST", `/v1/loom/threads/${thread.body.data.id}/messages`, { content: "call: identify {\"identifier\": \"DEUTDEFF\"}" }, "web:carol");
   const liveRun = sent.body.data.run_id;
@@ -117,7 +123,7 @@ await main(async (browser, report) => {
                     rows: await page.locator("table[aria-label='Ledger entries'] tbody tr").count() };
   await page.getByLabel("Amount (credits)").fill("25");
   await page.getByRole("button", { name: "Grant credits" }).click();
-  await page.getByText(/Granted 25 credits/).waitFor();
+  await page.locator("main").getByText(/Granted 25 credits/).waitFor();
   report.ledger.balance_after = await page.getByTestId("balance").innerText();
   await shot(page, "console-ledger");
 
@@ -127,8 +133,9 @@ await main(async (browser, report) => {
   await page.getByRole("heading", { name: "Request log" }).waitFor();
   await page.locator("table[aria-label='Requests'] tbody tr").first().waitFor();
   report.requests = { all: await page.locator("table[aria-label='Requests'] tbody tr").count() };
-  await page.getByLabel("Status").selectOption("4xx");
-  await page.waitForURL(/status=4xx/);
+  await page.getByLabel("Status code").fill("400");
+  await page.getByLabel("Status code").press("Enter");
+  await page.waitForURL(/status=400/);
   await page.waitForTimeout(300);
   await page.locator("table[aria-label='Requests'] tbody tr").first().waitFor();
   report.requests.statuses_4xx = await page.locator("table[aria-label='Requests'] tbody tr td:nth-child(2)").allInnerTexts();
@@ -153,7 +160,7 @@ await main(async (browser, report) => {
   await page.getByLabel("Allowed origins").fill("https://app.example.com");
   await page.getByLabel("Retention (days)").fill("30");
   await page.getByRole("button", { name: "Save settings" }).click();
-  await page.getByText(/^Saved:/).waitFor();
+  await page.locator("main").getByText(/^Saved:/).waitFor();
   report.settings = { saved: await page.locator(".alert-success").innerText() };
   await page.getByLabel("Allowed origins").fill("https://*.example.com");
   await page.getByRole("button", { name: "Save settings" }).click();
@@ -199,7 +206,7 @@ await main(async (browser, report) => {
   def.instructions = "Second words.";
   await editor.fill(JSON.stringify(def, null, 2));
   await page.getByRole("button", { name: "Save new version" }).click();
-  await page.getByText(/Saved as version 2/).waitFor();
+  await page.locator("main").getByText(/Saved as version 2/).waitFor();
   report.agent.after_edit_sub = await page.locator(".page-head p").innerText();
   report.agent.versions = await page.locator(".versions li").count();
   report.agent.instructions = await page.locator(".pre-wrap").innerText();
@@ -223,7 +230,8 @@ await main(async (browser, report) => {
   await page.getByLabel("Base URL").fill("http://127.0.0.1:9");
   await page.getByLabel(/Development/).check();
   await page.getByRole("button", { name: "Create connection" }).click();
-  await page.getByText("Connection payments created.").waitFor();
+  await page.locator("main").getByText("Connection payments created.").waitFor();
+  await page.locator("table[aria-label='Connections'] tbody tr", { hasText: "payments" }).waitFor();
   report.connections = await page.locator("table[aria-label='Connections'] tbody tr").count();
   await shot(page, "console-connections");
 
@@ -236,8 +244,13 @@ await main(async (browser, report) => {
   // --- keyboard and landmarks ---
   await page.goto(`${U}/console/w/${WS}/runs`);
   await page.locator("tbody tr").first().waitFor();
+  await page.waitForTimeout(200);
+  // A new page moves focus to its heading; from the top of the document, Tab reaches the skip link.
+  const focusedAfterNav = await page.evaluate(() => document.activeElement?.id);
+  await page.evaluate(() => { document.body.tabIndex = -1; document.body.focus(); });
   await page.keyboard.press("Tab");
   report.a11y = {
+    focus_after_nav: focusedAfterNav,
     first_tab: await page.evaluate(() => document.activeElement?.textContent),
     landmarks: await page.evaluate(() => ["header", "nav", "main"].map((s) => document.querySelectorAll(s).length)),
     live_region: await page.locator("[aria-live='polite']").count(),

@@ -71,7 +71,11 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
         "WS_NAME": s["ws"]["name"], "KEY_SECRET": s["key"]["secret"], "RUN_ID": s["run"]["id"],
         "THREAD_ID": s["thread"]["id"], "AGENT_ID": s["agent"]["id"]})
 
-    assert report["console_errors"] == []
+    # No script error; the only console lines are Chromium's notes on the failures the test provokes
+    # (signed out 401, refused identifier, refused origin, bad agent file, unknown run).
+    errors = report["console_errors"]
+    assert not [e for e in errors if not e.startswith("console: Failed to load resource")], errors
+    assert len(errors) <= 8, errors
     # Signed out: how to get in; the login link works once.
     assert report["signed_out_mentions_cli"]
     assert report["login_reuse_status"] == [410, 410]
@@ -95,7 +99,7 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert to_num(ledger["balance_after"]) == pytest.approx(to_num(ledger["balance_before"]) + 25)
     # Request log filtered to client errors.
     assert report["requests"]["all"] >= 3
-    assert report["requests"]["statuses_4xx"] and all(st.startswith("4") for st in report["requests"]["statuses_4xx"])
+    assert report["requests"]["statuses_4xx"] and all(st == "400" for st in report["requests"]["statuses_4xx"])
     # Identify: a result card, and a refused identifier in words.
     assert "Deutsche Bank" in report["identify"]["card"] and "identified" in report["identify"]["card"]
     assert "not valid" in report["identify"]["error"] and "invalid_identifier" in report["identify"]["error"]
@@ -118,7 +122,7 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert report["connections"] == 1
     assert "does not exist" in report["unknown_run_error"]
     # Keyboard and landmarks.
-    assert report["a11y"]["first_tab"] == "Skip to content"
+    assert report["a11y"]["focus_after_nav"] == "page-title" and report["a11y"]["first_tab"] == "Skip to content"
     assert all(n >= 1 for n in report["a11y"]["landmarks"]) and report["a11y"]["live_region"] >= 1
     assert report["signed_out_again"]
     # Every mutation carried the CSRF header.

@@ -86,5 +86,7 @@ export function describe(err: unknown): { title: string; detail: string; fields:
       if (typeof v === "string") fields.push(`${k}: ${v}`);
     }
   }
-  return { title, detail, fields, code: err.code, requestId: err.requestId };
+  // The server's message often repeats its one field error: say it once.
+  const shown = fields.filter((f) => f !== detail && f !== title && !detail.endsWith(f));
+  return { title, detail, fields: shown, code: err.code, requestId: err.requestId };
 }

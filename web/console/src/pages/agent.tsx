@@ -22,6 +22,7 @@ export function AgentPage({ ws, agent }: { ws: string; agent: string }) {
   useEffect(() => { if (data) setText(definition(data)); }, [data?.id, data?.version]);
 
   const save = useAction(async () => {
+    setNotice(null);
     const body = agentBody(text, setParseError);
     if (!body) return;
     await api<Obj>("PUT", `/workspaces/${ws}/agents/${agent}`, body);

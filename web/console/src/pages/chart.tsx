@@ -19,7 +19,7 @@ export function BalanceChart({ series }: { series: { at: string; balance_credits
   if (pts.length === 0) return <p class="muted small">No balance history yet.</p>;
   const now = Date.now();
   if (pts[pts.length - 1].t < now) pts.push({ t: now, v: pts[pts.length - 1].v }); // carry to today
-  const t0 = pts[0].t, t1 = Math.max(pts[pts.length - 1].t, t0 + 60_000);
+  const t0 = pts[0].t, t1 = Math.max(pts[pts.length - 1].t, t0 + 1000);
   const ticks = niceTicks(Math.max(...pts.map((p) => p.v)));
   const vmax = ticks[ticks.length - 1] || 1;
   const x = (t: number) => L + ((t - t0) / (t1 - t0)) * (W - L - R);

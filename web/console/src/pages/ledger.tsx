@@ -16,6 +16,7 @@ export function Ledger({ ws }: { ws: string }) {
   const [amount, setAmount] = useState("");
   const [notice, setNotice] = useState<string | null>(null);
   const grant = useAction(async () => {
+    setNotice(null);
     const d = await api<Credits>("POST", `/workspaces/${ws}/credits`, { amount: Number(amount) });
     setData(d); setOlder([]); setBefore(undefined);
     setNotice(`Granted ${credits(Number(amount))} credits. The balance is now ${credits(d.balance_credits)}.`);

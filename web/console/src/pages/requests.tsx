@@ -11,6 +11,7 @@ export function Requests({ ws }: { ws: string }) {
   const { query } = useLocation();
   const f = { status: query.get("status") || "", path: query.get("path") || "", since: query.get("since") || "" };
   const [pathDraft, setPathDraft] = useState(f.path);
+  const [statusDraft, setStatusDraft] = useState(f.status);
   const [rows, setRows] = useState<Obj[] | null>(null);
   const [cursor, setCursor] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -31,16 +32,15 @@ export function Requests({ ws }: { ws: string }) {
     <div>
       <PageHead title="Request log" sub="The API calls made with this workspace's keys and session tokens."
         actions={<button type="button" class="btn btn-small" onClick={() => load()}>Refresh</button>} />
-      <form class="filters" role="search" aria-label="Filter requests" onSubmit={(e) => { e.preventDefault(); set({ path: pathDraft.trim() }); }}>
+      <form class="filters" role="search" aria-label="Filter requests" onSubmit={(e) => { e.preventDefault(); set({ path: pathDraft.trim(), status: statusDraft }); }}>
         <div class="field">
-          <label for="r-status">Status</label>
-          <select id="r-status" value={f.status} onChange={(e) => set({ status: e.currentTarget.value })}>
-            <option value="">Any status</option>
-            <option value="2xx">2xx success</option>
-            <option value="4xx">4xx client error</option>
-            <option value="5xx">5xx server error</option>
-            {["200", "201", "202", "400", "401", "402", "403", "404", "409", "429", "500"].map((s) => <option key={s} value={s}>{s}</option>)}
-          </select>
+          <label for="r-status">Status code</label>
+          <input id="r-status" type="number" min="100" max="599" inputMode="numeric" list="r-status-codes" placeholder="e.g. 402"
+                 class="short-input" value={statusDraft} onInput={(e) => setStatusDraft(e.currentTarget.value)}
+                 onBlur={() => statusDraft !== f.status && set({ status: statusDraft })} />
+          <datalist id="r-status-codes">
+            {["200", "201", "202", "400", "401", "402", "403", "404", "409", "413", "429", "500", "503"].map((c) => <option key={c} value={c} />)}
+          </datalist>
         </div>
         <div class="field">
           <label for="r-path">Path starts with</label>
@@ -53,7 +53,7 @@ export function Requests({ ws }: { ws: string }) {
         </div>
         <div class="field field-button">
           <button class="btn">Apply</button>
-          {(f.status || f.path || f.since) && <button type="button" class="btn btn-ghost" onClick={() => { setPathDraft(""); setQuery({}); }}>Clear</button>}
+          {(f.status || f.path || f.since) && <button type="button" class="btn btn-ghost" onClick={() => { setPathDraft(""); setStatusDraft(""); setQuery({}); }}>Clear</button>}
         </div>
       </form>
       <ErrorBox error={error} />

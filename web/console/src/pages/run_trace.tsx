@@ -87,6 +87,7 @@ function PendingBox({ pending }: { pending: Obj }) {
 function timeline(t: Obj, requests: Obj[], ws: string): Entry[] {
   const out: Entry[] = [];
   const opened = t.opened_at || t.created_at;
+  openedAt = opened ? new Date(opened).getTime() : 0;
   out.push({ at: opened, order: 0, key: "open", kind: "state", node: <Head title="Run opened" at={opened}><Badge value="running" /></Head> });
   // State changes, when the API gives them (run events), each a row.
   const changes: Obj[] = t.state_changes || t.events?.filter((e: Obj) => e.type === "run.updated").map((e: Obj) => ({ state: e.data?.state, at: e.created_at })) || [];
@@ -117,8 +118,8 @@ function timeline(t: Obj, requests: Obj[], ws: string): Entry[] {
         <StatusCode status={c.status} />
         <span class="mono small">{c.method} {c.path}</span>
         <span class="muted small">{Math.round(c.latency_ms ?? 0)} ms · {c.auth_mode || "—"}</span>
-        <time class="tl-time" dateTime={c.created_at}>{when(c.created_at)}</time>
-        {c.request_id && <span class="mono muted small">{c.request_id}</span>}
+        {c.request_id && <span class="mono muted small" title="Request-Id">{c.request_id.slice(0, 12)}…</span>}
+        <Stamp at={c.created_at} />
       </div>) });
   });
   if (t.closed_at) {
@@ -128,11 +129,32 @@ function timeline(t: Obj, requests: Obj[], ws: string): Entry[] {
       </Head>) });
   }
   void ws;
-  return out.filter((e) => e.at).sort((a, b) => a.at.localeCompare(b.at) || a.order - b.order);
+  const sorted = out.filter((e) => e.at).sort((a, b) => a.at.localeCompare(b.at) || a.order - b.order);
+  // The closing entry ends the timeline: the last turn is stamped inside the same closing step.
+  const close = sorted.findIndex((e) => e.key === "close");
+  if (close >= 0) sorted.push(sorted.splice(close, 1)[0]);
+  return sorted;
+}
+
+let openedAt = 0; // set per render of a trace: timeline times show "+n ms" from the opening
+
+function Stamp({ at }: { at: string }) {
+  const t = new Date(at).getTime();
+  const off = openedAt && t >= openedAt ? t - openedAt : null;
+  return (
+    <time class="tl-time" dateTime={at} title={when(at)}>
+      {clock(at)}{off !== null && <span class="muted"> · +{off < 1000 ? `${off} ms` : `${(off / 1000).toFixed(2)} s`}</span>}
+    </time>
+  );
+}
+
+function clock(at: string): string {
+  const d = new Date(at);
+  return d.toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" }) + "." + String(d.getMilliseconds()).padStart(3, "0");
 }
 
 function Head({ title, at, children }: { title: string; at: string; children?: ComponentChildren }) {
-  return <div class="tl-head"><span class="tl-title">{title}</span>{children}<time class="tl-time" dateTime={at}>{when(at)}</time></div>;
+  return <div class="tl-head"><span class="tl-title">{title}</span>{children}<Stamp at={at} /></div>;
 }
 
 function Turn({ turn }: { turn: Obj }) {
@@ -182,19 +204,25 @@ function ToolCall({ call }: { call: Obj }) {
   );
 }
 
-// A flat, readable view of a JSON object: one row per key, nested values as compact JSON.
-export function KeyValues({ value }: { value: unknown }) {
+// A readable view of a JSON object: one row per key; nested objects nest (two levels), lists of
+// plain values read as a comma list, anything deeper as compact JSON.
+export function KeyValues({ value, depth = 0 }: { value: unknown; depth?: number }) {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     return <pre class="code small">{JSON.stringify(value, null, 2)}</pre>;
   }
   const entries = Object.entries(value as Obj);
   if (entries.length === 0) return <p class="muted small">(none)</p>;
   return (
-    <dl class="kv">
-      {entries.map(([k, v]) => (
-        <div key={k}><dt>{k}</dt><dd class={typeof v === "object" && v !== null ? "mono small" : ""}>
-          {v === null ? <span class="muted">null</span> : typeof v === "object" ? JSON.stringify(v) : String(v)}</dd></div>
-      ))}
+    <dl class={depth ? "kv kv-nested" : "kv"}>
+      {entries.map(([k, v]) => <div key={k}><dt>{k}</dt><dd>{plain(v, depth)}</dd></div>)}
     </dl>
   );
+}
+
+function plain(v: unknown, depth: number): ComponentChildren {
+  if (v === null || v === undefined) return <span class="muted">null</span>;
+  if (Array.isArray(v) && v.every((x) => x === null || typeof x !== "object")) return v.length ? v.join(", ") : <span class="muted">(empty)</span>;
+  if (typeof v === "object" && !Array.isArray(v) && depth < 2) return <KeyValues value={v} depth={depth + 1} />;
+  if (typeof v === "object") return <span class="mono small">{JSON.stringify(v)}</span>;
+  return String(v);
 }

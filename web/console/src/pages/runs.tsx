@@ -7,7 +7,7 @@ import { Link, setQuery, useLocation } from "../router";
 
 export interface RunRow {
   id: string; thread_id: string; agent_id: string; agent_version: number | null; subject: string; state: string;
-  cost_credits: number; turn_count: number; opened_at: string; closed_at: string | null; updated_at: string;
+  cost_credits: number; turn_count: number; created_at: string; opened_at: string; closed_at: string | null; updated_at: string;
 }
 interface Page { items: RunRow[]; next_cursor: string | null }
 interface Agent { id: string; name: string }
@@ -16,7 +16,7 @@ const STATES = ["running", "queued", "awaiting_input", "awaiting_outcome", "clos
 const POLL_MS = 2000;
 
 function order(a: RunRow, b: RunRow) {
-  return (b.opened_at || b.updated_at).localeCompare(a.opened_at || a.updated_at);
+  return (b.created_at || b.opened_at).localeCompare(a.created_at || a.opened_at) || b.id.localeCompare(a.id);
 }
 
 export function Runs({ ws }: { ws: string }) {

@@ -12,6 +12,7 @@ export function Connections({ ws }: { ws: string }) {
   const [dev, setDev] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
   const create = useAction(async () => {
+    setNotice(null);
     const c = await api<Obj>("POST", `/workspaces/${ws}/connections`, { name: name.trim(), base_url: url.trim(), ...(dev ? { dev: true } : {}) });
     setNotice(`Connection ${c.name} created.`); setName(""); setUrl(""); list.reload();
   });

@@ -30,21 +30,27 @@ export function General({ ws, settings, onSaved }: { ws: string; settings: Obj; 
   };
 
   const save = useAction(async () => {
+    setNotice(null);
     const body: Obj = {};
-    if (f.jwks_uri !== init.jwks_uri) body.jwks_uri = f.jwks_uri.trim();
-    if (f.jwks !== init.jwks && f.jwks.trim()) {
-      try { body.jwks = JSON.parse(f.jwks); setJwksError(null); } catch {
-        setJwksError("The pasted JWKS is not valid JSON. Paste the public key set, like {\"keys\": [...]}.");
-        return;
+    // An emptied field clears the setting (null); untouched fields are not sent.
+    const url = (v: string) => v.trim() || null;
+    if (f.jwks_uri !== init.jwks_uri) body.jwks_uri = url(f.jwks_uri);
+    if (f.jwks !== init.jwks) {
+      if (!f.jwks.trim()) body.jwks = null;
+      else {
+        try { body.jwks = JSON.parse(f.jwks); setJwksError(null); } catch {
+          setJwksError("The pasted JWKS is not valid JSON. Paste the public key set, like {\"keys\": [...]}.");
+          return;
+        }
       }
     }
     if (f.allowed_origins !== init.allowed_origins) body.allowed_origins = linesOf(f.allowed_origins);
-    if (f.mint_url !== init.mint_url) body.mint_url = f.mint_url.trim();
+    if (f.mint_url !== init.mint_url) body.mint_url = url(f.mint_url);
     if (f.realtime !== init.realtime) body.realtime = f.realtime;
-    if (f.rate_limit_per_key !== init.rate_limit_per_key) body.rate_limit_per_key = f.rate_limit_per_key.trim();
-    if (f.rate_limit_per_subject !== init.rate_limit_per_subject) body.rate_limit_per_subject = f.rate_limit_per_subject.trim();
-    if (f.retention_days !== init.retention_days) body.retention_days = f.retention_days === "" ? 0 : Number(f.retention_days);
-    if (f.webhook_url !== init.webhook_url) body.webhook_url = f.webhook_url.trim();
+    if (f.rate_limit_per_key !== init.rate_limit_per_key) body.rate_limit_per_key = f.rate_limit_per_key.trim() || "default";
+    if (f.rate_limit_per_subject !== init.rate_limit_per_subject) body.rate_limit_per_subject = f.rate_limit_per_subject.trim() || "default";
+    if (f.retention_days !== init.retention_days) body.retention_days = f.retention_days === "" ? null : Number(f.retention_days);
+    if (f.webhook_url !== init.webhook_url) body.webhook_url = url(f.webhook_url);
     if (Object.keys(body).length === 0) { setNotice("Nothing changed."); return; }
     if (dev) body.dev = true;
     const d = await api<Obj>("PATCH", `/workspaces/${ws}`, body);

@@ -17,6 +17,7 @@ export function Keys({ ws }: { ws: string }) {
     setCreated(k); keys.reload();
   });
   const revoke = useAction(async (id: string) => {
+    setNotice(null);
     await api("DELETE", `/workspaces/${ws}/keys/${id}`);
     setConfirming(null); setNotice(`Key ${id} revoked. Requests with it now get 401.`); keys.reload();
   });
