@@ -79,11 +79,14 @@ export function describe(err: unknown): { title: string; detail: string; fields:
   const fields: string[] = [];
   if (Array.isArray(err.details)) {
     for (const d of err.details as FieldDetail[]) {
-      if (d && typeof d === "object" && d.message) fields.push(d.field ? `${d.field}: ${d.message}` : d.message);
+      if (d && typeof d === "object" && d.message) {
+        fields.push(d.field && !d.message.startsWith(d.field) ? `${d.field}: ${d.message}` : d.message);
+      }
     }
   } else if (err.details && typeof err.details === "object") {
     for (const [k, v] of Object.entries(err.details as Record<string, unknown>)) {
-      if (typeof v === "string") fields.push(`${k}: ${v}`);
+      // {field: "identifier"} only names the field the message is about: nothing to add.
+      if (typeof v === "string" && !["field", "location", "type"].includes(k)) fields.push(`${k}: ${v}`);
     }
   }
   // The server's message often repeats its one field error: say it once.

@@ -28,7 +28,13 @@ export function RunTrace({ ws, run: runId }: { ws: string; run: string }) {
     return () => clearInterval(t);
   }, [live, reload]);
 
-  if (!data) return <div>{loading ? <Loading what="Loading the trace" /> : null}<ErrorBox error={error} /></div>;
+  if (!data) return (
+    <div>
+      <p class="crumbs"><Link href={`/w/${ws}/runs`}>Runs</Link> <span aria-hidden="true">/</span> <span class="mono">{short(runId, 13)}</span></p>
+      <PageHead title="Run trace" sub={<span class="mono">{runId}</span>} />
+      {loading && <Loading what="Loading the trace" />}<ErrorBox error={error} />
+    </div>
+  );
   const { trace: t, requests } = n!;
   const turns: Obj[] = t.turns || [];
   const tokensIn = turns.reduce((s, x) => s + (x.input_tokens || 0), 0);
