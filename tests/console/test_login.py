@@ -120,7 +120,17 @@ def test_csrf_missing_wrong_or_foreign_origin_is_403(console):
                  "csrf_failed")
     expect_error(console.post("/workspaces", json={"name": "a"}, headers={"Sec-Fetch-Site": "cross-site"}), 403,
                  "csrf_failed")
+    expect_error(console.post("/workspaces", json={"name": "a"}, headers={"Sec-Fetch-Site": "same-site"}), 403,
+                 "csrf_failed")  # another port on this host
+    expect_error(console.post("/workspaces", json={"name": "a"}, headers={"Origin": "null"}), 403, "csrf_failed")
+    expect_error(console.patch("/workspaces/ws_x", json={}, headers={"X-CSRF-Token": "nope"}), 403, "csrf_failed")
+    expect_error(console.delete("/workspaces/ws_x/keys/key_x", headers={"X-CSRF-Token": "nope"}), 403, "csrf_failed")
+    expect_error(console.put("/workspaces/ws_x/agents/agent_x", json={}, headers={"X-CSRF-Token": "nope"}), 403,
+                 "csrf_failed")
     expect_error(console.post("/logout", headers={"X-CSRF-Token": "nope"}), 403, "csrf_failed")
+    # A console page sends `Origin: null` (its Referrer-Policy is no-referrer) with Sec-Fetch-Site.
+    assert console.data("POST", "/workspaces", 201, json={"name": "b"},
+                        headers={"Origin": "null", "Sec-Fetch-Site": "same-origin"})["name"] == "b"
     # Nothing was created by the refused calls; the real token works.
     assert all(w["name"] != "a" for w in console.data("GET", "/workspaces")["items"])
     assert console.data("POST", "/workspaces", 201, json={"name": "a"})["name"] == "a"
