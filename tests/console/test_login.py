@@ -108,6 +108,9 @@ def test_no_session_a_bad_cookie_or_a_workspace_key_is_401(server, http, tenant)
     err = expect_error(http.get("/console/api/workspaces", headers={"Authorization": f"Bearer {tenant.secret}"}),
                        401, "console_unauthenticated")
     assert "never accepted" in err["message"]
+    jwt_like = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ3ZWI6YSJ9.c2ln"  # a session token never works here either
+    expect_error(http.get("/console/api/me", headers={"Authorization": f"Bearer {jwt_like}"}),
+                 401, "console_unauthenticated")
     expect_error(http.post("/console/api/workspaces", json={"name": "x"},
                            headers={"Authorization": f"Bearer {tenant.secret}"}), 401, "console_unauthenticated")
 
