@@ -108,6 +108,9 @@ def test_no_session_a_bad_cookie_or_a_workspace_key_is_401(server, http, tenant)
     err = expect_error(http.get("/console/api/workspaces", headers={"Authorization": f"Bearer {tenant.secret}"}),
                        401, "console_unauthenticated")
     assert "never accepted" in err["message"]
+    jwt_like = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ3ZWI6YSJ9.c2ln"  # a session token never works here either
+    expect_error(http.get("/console/api/me", headers={"Authorization": f"Bearer {jwt_like}"}),
+                 401, "console_unauthenticated")
     expect_error(http.post("/console/api/workspaces", json={"name": "x"},
                            headers={"Authorization": f"Bearer {tenant.secret}"}), 401, "console_unauthenticated")
 
@@ -120,7 +123,17 @@ def test_csrf_missing_wrong_or_foreign_origin_is_403(console):
                  "csrf_failed")
     expect_error(console.post("/workspaces", json={"name": "a"}, headers={"Sec-Fetch-Site": "cross-site"}), 403,
                  "csrf_failed")
+    expect_error(console.post("/workspaces", json={"name": "a"}, headers={"Sec-Fetch-Site": "same-site"}), 403,
+                 "csrf_failed")  # another port on this host
+    expect_error(console.post("/workspaces", json={"name": "a"}, headers={"Origin": "null"}), 403, "csrf_failed")
+    expect_error(console.patch("/workspaces/ws_x", json={}, headers={"X-CSRF-Token": "nope"}), 403, "csrf_failed")
+    expect_error(console.delete("/workspaces/ws_x/keys/key_x", headers={"X-CSRF-Token": "nope"}), 403, "csrf_failed")
+    expect_error(console.put("/workspaces/ws_x/agents/agent_x", json={}, headers={"X-CSRF-Token": "nope"}), 403,
+                 "csrf_failed")
     expect_error(console.post("/logout", headers={"X-CSRF-Token": "nope"}), 403, "csrf_failed")
+    # A console page sends `Origin: null` (its Referrer-Policy is no-referrer) with Sec-Fetch-Site.
+    assert console.data("POST", "/workspaces", 201, json={"name": "b"},
+                        headers={"Origin": "null", "Sec-Fetch-Site": "same-origin"})["name"] == "b"
     # Nothing was created by the refused calls; the real token works.
     assert all(w["name"] != "a" for w in console.data("GET", "/workspaces")["items"])
     assert console.data("POST", "/workspaces", 201, json={"name": "a"})["name"] == "a"

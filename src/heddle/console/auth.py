@@ -41,11 +41,22 @@ def own_origins(request: Request) -> set[str]:
 
 
 def same_origin(request: Request) -> bool:
-    """False when the browser says the request comes from another site."""
-    if request.headers.get("sec-fetch-site") == "cross-site":
+    """False when the browser says the request comes from anywhere but this server's own pages.
+
+    `Sec-Fetch-Site` (set by the browser, not by scripts) must be same-origin when sent; another
+    port on the same host is `same-site`, and refused. `Origin` must be ours when sent; a page
+    with `Referrer-Policy: no-referrer` (the console's) makes the browser send `Origin: null`
+    even to its own origin, which is accepted only with `Sec-Fetch-Site: same-origin`.
+    """
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
         return False
     origin = request.headers.get("origin")
-    return origin is None or origin.lower() in own_origins(request)
+    if origin is None:
+        return True
+    if origin == "null":
+        return site == "same-origin"
+    return origin.lower() in own_origins(request)
 
 
 def _unauthenticated(request: Request) -> HeddleError:

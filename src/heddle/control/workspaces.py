@@ -88,7 +88,9 @@ async def update(session: AsyncSession, workspace_id: str, change: SettingsChang
     ws = await workspace(session, workspace_id)
     jwks_uri = policy.check("jwks_uri", change.jwks_uri)
     mint_url = policy.check("mint_url", change.mint_url)
-    webhook_url = policy.check("webhook_url", change.webhook_url)
+    # The webhook URL gets the syntax check only (webhooks/service.py), as before: deliveries
+    # apply the network rules of the server that sends them.
+    webhook_url = change.webhook_url
     ws = await translated(ws_service.update_workspace(
         session, ws.id, jwks_uri=jwks_uri, jwks_json=change.jwks, allowed_origins=change.allowed_origins,
         mint_url=mint_url, rotate_request_secret=change.rotate_request_secret, realtime=change.realtime,
