@@ -29,14 +29,19 @@ def cli(db: str, *args: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def wait_closed(client, run_id: str, headers: dict) -> dict:
+def wait_state(client, run_id: str, headers: dict, state: str | None = None) -> dict:
+    """Poll the run until it is in `state` (or, without one, terminal)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         run = client.get(f"/v1/loom/runs/{run_id}", headers=headers).json()["data"]
-        if run["terminal"]:
+        if run["state"] == state or (state is None and run["terminal"]):
             return run
         time.sleep(0.1)
-    raise AssertionError(f"run {run_id} did not end: {run}")
+    raise AssertionError(f"run {run_id} did not reach {state or 'an end'}: {run}")
+
+
+def wait_closed(client, run_id: str, headers: dict) -> dict:
+    return wait_state(client, run_id, headers)
 
 
 @pytest.fixture
@@ -56,9 +61,18 @@ def seeded(tmp_path, built_web):
             sent = c.post(f"/v1/loom/threads/{thread['id']}/messages", headers=headers,
                           json={"content": 'call: identify {"identifier": "DEUTDEFF"}'}).json()["data"]
             run = wait_closed(c, sent["run_id"], headers)
+            # A run that asks a question and is answered: running, awaiting_input, running, closed.
+            dora = {**headers, "Service-Subject": "web:dora"}
+            asking = c.post("/v1/loom/threads", json={"agent": agent["id"]}, headers=dora).json()["data"]
+            asked = c.post(f"/v1/loom/threads/{asking['id']}/messages", headers=dora,
+                           json={"content": "ask: What is your name?"}).json()["data"]
+            wait_state(c, asked["run_id"], dora, "awaiting_input")
+            c.post(f"/v1/loom/threads/{asking['id']}/messages", headers=dora, json={"content": "Ada"})
+            assert wait_closed(c, asked["run_id"], dora)["state"] == "closed"
         assert run["state"] == "closed" and run["cost_credits"] > 0
         server.flush_request_log()
         yield {"server": server, "ws": ws, "key": key, "agent": agent, "run": run, "thread": thread,
+               "ask_run": asked["run_id"],
                "login_path": urlparse(operator["login_url"]).path}
     finally:
         server.stop()
@@ -69,7 +83,7 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     report = run_browser("console/console_pages.mjs", timeout=300, env={
         "HEDDLE_URL": s["server"].base_url, "LOGIN_PATH": s["login_path"], "WS": s["ws"]["id"],
         "WS_NAME": s["ws"]["name"], "KEY_SECRET": s["key"]["secret"], "RUN_ID": s["run"]["id"],
-        "THREAD_ID": s["thread"]["id"], "AGENT_ID": s["agent"]["id"]})
+        "THREAD_ID": s["thread"]["id"], "AGENT_ID": s["agent"]["id"], "ASK_RUN_ID": s["ask_run"]})
 
     # No script error; the only console lines are Chromium's notes on the failures the test provokes
     # (signed out 401, refused identifier, refused origin, bad agent file, unknown run).
@@ -90,6 +104,8 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert trace["model_turns"] >= 1 and trace["has_raw_json"] == 1
     assert "credits" in trace["cost_text"] and "credits" in trace["tool_cost_text"]
     assert "in" in trace["tokens_text"] and "out" in trace["tokens_text"]
+    # State changes of a run that asked and was answered, in order.
+    assert report["ask_states"] == ["awaiting input", "running"], report["ask_states"]
     # Conversation.
     assert "DEUTDEFF" in report["thread"]["user"] and report["thread"]["assistant"]
     # Ledger: chart and a grant that moves the balance by 25.

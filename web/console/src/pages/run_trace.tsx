@@ -14,6 +14,7 @@ interface Entry { at: string; order: number; key: string; node: ComponentChildre
 function normalise(data: Obj): { run: Obj; trace: Obj; requests: Obj[] } {
   const run = data.run && typeof data.run === "object" ? { ...data.run } : { ...data };
   const trace = data.trace && typeof data.trace === "object" ? { ...run, ...data.trace } : run;
+  if (data.state_changes) trace.state_changes = data.state_changes;
   return { run, trace, requests: data.requests || trace.requests || [] };
 }
 
@@ -97,9 +98,10 @@ function timeline(t: Obj, requests: Obj[], ws: string): Entry[] {
   out.push({ at: opened, order: 0, key: "open", kind: "state", node: <Head title="Run opened" at={opened}><Badge value="running" /></Head> });
   // State changes, when the API gives them (run events), each a row.
   const changes: Obj[] = t.state_changes || t.events?.filter((e: Obj) => e.type === "run.updated").map((e: Obj) => ({ state: e.data?.state, at: e.created_at })) || [];
-  let prev = "";
+  let prev = "running"; // "Run opened" already says so; the closing entry says how it ended
+  const TERMINAL = ["closed", "failed", "cancelled"];
   changes.forEach((c, i) => {
-    if (!c.state || c.state === prev) return;
+    if (!c.state || c.state === prev || (t.closed_at && TERMINAL.includes(c.state))) return;
     prev = c.state;
     out.push({ at: c.at, order: 1, key: `st${i}`, kind: "state", node: <Head title="State changed" at={c.at}><Badge value={c.state} /></Head> });
   });
