@@ -13,6 +13,10 @@ export class ApiError extends Error {
 }
 
 let csrfToken: string | null = null;
+let clockSkewMs = 0; // server time minus browser time, from the Date header of the last answer
+
+// The server's idea of now (to the second), so that a poll's first watermark never runs ahead of it.
+export function serverNow(): number { return Date.now() + clockSkewMs; }
 let onUnauthenticated: () => void = () => {};
 
 export function setCsrf(token: string | null) { csrfToken = token; }
@@ -42,6 +46,8 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
   const text = await res.text();
   try { payload = text ? JSON.parse(text) : null; } catch { payload = null; }
   const requestId = res.headers.get("Request-Id");
+  const date = Date.parse(res.headers.get("Date") || "");
+  if (!isNaN(date)) clockSkewMs = date - Date.now();
   if (payload && payload.status === "success") return payload.data as T;
   const err = payload && payload.status === "error" && payload.error
     ? new ApiError(payload.error.code, payload.error.message || "", res.status, payload.error.details ?? null, requestId)
