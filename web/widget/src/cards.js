@@ -24,7 +24,8 @@ export class Cards {
     const ids = new Set(pending.map((c) => c.id));
     for (const [id, entry] of this.open) {
       if (!ids.has(id) && (!run || entry.runId === run.id || run.terminal)) {
-        if (!entry.answered) entry.card.done(run && run.terminal && run.state === "failed" ? "No longer needed: the reply stopped." : "Answered.");
+        // The run's update may arrive before our own POST's answer: say what was chosen.
+        if (!entry.answered) entry.card.done(entry.choice || (run && run.terminal && run.state === "failed" ? "No longer needed: the reply stopped." : "Answered."));
         this.open.delete(id);
       }
     }
@@ -75,6 +76,7 @@ export class Cards {
     const { chat } = this;
     const hadFocus = chat.view.hasFocus();
     entry.card.busy(true);
+    entry.choice = result;
     try {
       const run = await chat.api.post(`/v1/loom/runs/${entry.runId}/${kind}`, { tool_call_id: call.id, ...body },
         { networkRetries: 2 });
@@ -84,6 +86,7 @@ export class Cards {
       chat.handleRun(run);
     } catch (err) {
       entry.card.busy(false);
+      entry.choice = null;
       if (err.code === "run_not_awaiting_approval" || err.code === "run_not_awaiting_outcome") {
         entry.answered = true;
         entry.card.done("Already answered.");

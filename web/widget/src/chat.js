@@ -70,12 +70,14 @@ export class Chat {
     this.view.setConnection("connecting", "Connecting…");
     try {
       await this.openThread();
+      // Subscribe first, then read history: nothing falls in a gap between the two, and the
+      // first subscription needs no catch-up (the per-subject rate limit is 10 requests/s).
+      if (!this.realtime) await this.startRealtime();
       await this.loadMessages();
       await this.refreshRun({ initial: true });
       this.view.setHistoryLoading(false);
       this.view.scrollToEnd();
       this.emit("ready", { thread_id: this.threadId });
-      await this.startRealtime();
     } catch (err) {
       if (this.destroyed) return;
       this.view.setConnection("offline", "Not connected");
@@ -102,7 +104,7 @@ export class Chat {
     }
     if (stored) {
       try {
-        await this.api.get(path`/v1/loom/threads/${stored}`);
+        this.thread = await this.api.get(path`/v1/loom/threads/${stored}`);
         this.threadId = stored;
         return;
       } catch (err) {
@@ -112,6 +114,7 @@ export class Chat {
     }
     const thread = await this.api.post("/v1/loom/threads", { agent: this.options.agent }, { networkRetries: 2 });
     this.threadId = thread.id;
+    this.thread = null; // the create answer has no latest_run: read it with the history
     if (!this.options.thread) this.remember(thread.id);
   }
 
@@ -128,10 +131,13 @@ export class Chat {
   }
 
   async refreshRun({ initial = false } = {}) {
-    const thread = await this.api.get(path`/v1/loom/threads/${this.threadId}`);
+    // At start the thread read by openThread (just now) is reused: one request fewer.
+    const thread = (initial && this.thread) || await this.api.get(path`/v1/loom/threads/${this.threadId}`);
+    this.thread = null;
     const latest = thread.latest_run;
     if (!latest) return this.handleRun(null);
     if (this.run && this.run.id === latest.id && this.run.state === latest.state && TERMINAL.has(latest.state)) return;
+    if (initial && latest.state === "closed") return this.handleRun(null); // nothing to show or do
     this.handleRun(await this.api.get(path`/v1/loom/runs/${latest.id}`), { initial });
   }
 
@@ -163,23 +169,32 @@ export class Chat {
       this.view.setConnection("polling", "Checking for replies");
       return this.syncPolling();
     }
+    let first;
+    const subscribed = new Promise((resolve) => { first = resolve; });
     this.realtime = connect(this.api, config, this.threadId, {
       onEvent: (name, data) => this.onEvent(name, data),
       onState: (state) => this.onSocketState(state),
       onSubscribed: () => {
         this.live = true;
-        this.everLive = true;
         this.view.setConnection("live", "Live");
         this.syncPolling();
         this.emit("connection", { state: "live" });
-        this.catchUp(); // whatever happened between the last read and this subscription
+        // A resubscription after the socket dropped: read what was missed meanwhile.
+        if (this.everLive) this.catchUp();
+        this.everLive = true;
+        first();
       },
       onRefused: () => {
         this.live = false;
         this.view.setConnection("polling", "Checking for replies");
         this.syncPolling();
+        first();
       },
     });
+    // History is read once subscribed; a socket that cannot connect soon does not hold it up
+    // (its first subscription then catches up like a reconnection).
+    await Promise.race([subscribed, new Promise((r) => setTimeout(r, 5000))]);
+    this.everLive = true;
   }
 
   onSocketState(state) {

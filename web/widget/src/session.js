@@ -85,7 +85,9 @@ export class Api {
     const url = new URL(this.baseUrl + path);
     for (const [k, v] of Object.entries(query || {})) if (v != null) url.searchParams.set(k, String(v));
     let refreshed = false;
-    for (let attempt = 0; ; attempt++) {
+    let limited = 0;
+    let dropped = 0;
+    for (;;) {
       const token = await this.tokens.get();
       const headers = { Authorization: `Bearer ${token}`, Accept: "application/json" };
       if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -97,8 +99,8 @@ export class Api {
           mode: "cors", credentials: "omit", cache: "no-store",
         });
       } catch (err) {
-        if (attempt < networkRetries) {
-          await new Promise((r) => setTimeout(r, 400 * 2 ** attempt));
+        if (dropped < networkRetries) {
+          await new Promise((r) => setTimeout(r, 400 * 2 ** dropped++));
           continue;
         }
         throw new ChatError("network", String((err && err.message) || err));
@@ -117,6 +119,12 @@ export class Api {
       }
       const error = (payload && payload.error) || {};
       const retryAfter = Number(response.headers.get("retry-after")) || undefined;
+      // Rate limited: a read, or a POST with its Idempotency-Key, is safe to send again.
+      if (response.status === 429 && limited < 2 && (retryAfter || 1) <= 10 && (method === "GET" || idempotencyKey)) {
+        limited++;
+        await new Promise((r) => setTimeout(r, (retryAfter || 1) * 1000));
+        continue;
+      }
       throw new ChatError("api", error.message || `HTTP ${response.status}`, {
         code: error.code || (response.status >= 500 ? "internal_error" : "http_error"),
         status: response.status, details: error.details, retryAfter,

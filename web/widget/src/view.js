@@ -165,7 +165,9 @@ export class View {
         el.setAttribute("aria-busy", on ? "true" : "false");
       },
       done(result) {
-        row.replaceWith(h("p", { class: "hc-card-result", text: result }));
+        const shown = el.querySelector(".hc-card-result");
+        if (shown) shown.textContent = result;
+        else row.replaceWith(h("p", { class: "hc-card-result", text: result }));
         el.classList.add("hc-card-done");
       },
     };
