@@ -317,7 +317,7 @@ export class Chat {
     const content = this.view.input.value;
     if (!content.trim() || !this.threadId) return;
     if (this.run && BLOCKING.has(this.run.state)) {
-      this.fail(new ChatError("api", "", { code: "run_active" }));
+      this.fail(new ChatError("api", "", { code: this.run.state === "awaiting_outcome" ? "outcome_first" : "run_active" }));
       return;
     }
     this.view.clearError();

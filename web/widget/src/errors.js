@@ -7,6 +7,7 @@ const BY_CODE = {
   origin_not_allowed: "This website is not allowed to use this chat (its address is not on the chat service's allowed list).",
   rate_limited: "You are sending messages too quickly. Wait a moment and try again.",
   run_active: "The assistant is still working on your last message. Wait for it, or press Stop.",
+  outcome_first: "First tell the assistant whether the action above went through (or press Stop).",
   run_terminal: "That reply has already finished.",
   forbidden: "This conversation belongs to someone else. Reload the page.",
   subject_required: "The chat could not tell who you are. Reload the page, or log in again.",
@@ -27,7 +28,7 @@ const BY_CODE = {
 export function describe(err) {
   if (!err) return "Something went wrong.";
   if (err.kind === "network") {
-    return "Can't reach the chat service. Check your internet connection; the chat will try again.";
+    return "Can't reach the chat service. Check your internet connection, then try again.";
   }
   if (err.kind === "token") {
     if (err.status === 401 || err.status === 403) return "You are not logged in any more. Log in again to keep chatting.";

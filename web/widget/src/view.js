@@ -137,7 +137,7 @@ export class View {
   }
 
   append(el) {
-    const atEnd = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 40;
+    const atEnd = this.nearEnd();
     this.log.append(el);
     if (atEnd || this.log.getAttribute("aria-busy") === "true") this.scrollToEnd();
   }
@@ -177,7 +177,13 @@ export class View {
     this.alertText.textContent = text;
     this.retryButton.hidden = !retry;
     this.retryButton.onclick = retry ? () => { this.clearError(); retry(); } : null;
+    const atEnd = this.nearEnd();
     this.alert.hidden = false;
+    if (atEnd) this.scrollToEnd(); // the log just got shorter: keep its last message in view
+  }
+
+  nearEnd() {
+    return this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 40;
   }
 
   clearError() {
@@ -186,14 +192,18 @@ export class View {
   }
 
   setHint(text) {
+    const atEnd = this.nearEnd();
     this.hint.textContent = text || "";
     this.hint.hidden = !text;
+    if (atEnd) this.scrollToEnd();
   }
 
   setBusy({ typing, stoppable, blocked }) {
+    const atEnd = this.nearEnd();
     this.typing.hidden = !typing;
     this.stopButton.hidden = !stoppable;
     // aria-disabled, not disabled: the button stays focusable and says why nothing happens.
     this.sendButton.setAttribute("aria-disabled", blocked ? "true" : "false");
+    if (atEnd) this.scrollToEnd();
   }
 }
