@@ -23,4 +23,15 @@ await main(async (browser, report) => {
   report.hint_after = await page.isVisible("#chat .hc-hint");
   report.errors = await events(page, "error");
   await shot(page, "widget-question-answered");
+
+  // Stop: a question left unanswered is cancelled with the Stop button; no alarm, a note.
+  const again = await typeAndSend(page, "ask: Shall we stop here?");
+  await waitForReply(page, "Shall we stop here?", again);
+  await page.waitForSelector("#chat .hc-stop:not([hidden])");
+  await page.click("#chat .hc-stop");
+  await page.waitForFunction(() => window.chat.run.state === "failed");
+  report.cancelled = await page.evaluate(() => window.chat.run.error);
+  report.stop_hidden = await page.isHidden("#chat .hc-stop");
+  report.notice = await page.textContent("#chat .hc-notice:last-child");
+  report.alert_hidden = await page.isHidden("#chat .hc-alert");
 });

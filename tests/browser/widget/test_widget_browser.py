@@ -8,62 +8,23 @@ its own user of the site, so the scenarios share one server but never a conversa
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-from support.net import free_port
-from support.server import LiveServer
-
-REPO = Path(__file__).resolve().parents[3]
-USERS = ["stream", "question", "approve", "deny", "outcome", "reconnect", "keys", "errors"]
 HELP_START = "I am the scripted model."
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory, built_web):
-    tmp = tmp_path_factory.mktemp("web_chat")
-    db = f"sqlite+aiosqlite:///{tmp}/heddle.db"
-    # The per-subject rate limit as served by default: the widget must live within it.
-    server = LiveServer(database_url=db, rate_limit_per_subject="10/second;300/minute").start()
-    port, tool_port = free_port(), free_port()
-    users = [f"--user={u}:pw-{u}" for u in USERS]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "examples.web_chat", "--heddle", server.base_url, "--database-url", db,
-         "--port", str(port), "--toolhost-port", str(tool_port), "--state", str(tmp / "state"), *users],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the example site exited: {proc.stderr.read()[-3000:]}")
-            try:
-                if httpx.get(f"{url}/login", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the example site did not come up in 120 s")
-            time.sleep(0.2)
-        yield {"SITE_URL": url, "HEDDLE_URL": server.base_url}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        server.stop()
-
-
 def run(run_browser, site, script: str, user: str, **env: str) -> dict:
+    site = {"SITE_URL": site["SITE_URL"], "HEDDLE_URL": site["HEDDLE_URL"]}
     report = run_browser(f"widget/{script}", env={**site, "USER_NAME": user, "USER_PASSWORD": f"pw-{user}", **env})
     assert not [e for e in report["console_errors"] if e.startswith("pageerror")], report["console_errors"]
     return report
+
+
+@pytest.fixture(autouse=True)
+def _built(built_web):
+    """Every browser test here needs the built widget."""
 
 
 def test_streamed_reply_and_history_after_reload(run_browser, site):
@@ -77,14 +38,18 @@ def test_streamed_reply_and_history_after_reload(run_browser, site):
     assert r["still_streaming"] == 0
     assert r["thread_after_reload"] == r["thread_id"]
     assert r["history"] == ["hello", r["final"]]
+    shots = Path(os.environ.get("HEDDLE_SCREENSHOTS", Path(__file__).parents[1] / "screenshots"))
+    assert (shots / "widget-stream-done.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_question_is_answered_by_the_next_message(run_browser, site):
+def test_question_is_answered_by_the_next_message_and_stop_cancels(run_browser, site):
     r = run(run_browser, site, "question.mjs", "question")
     assert "next message answers it" in r["hint"]
     assert r["answer"] == "You said: Ada Lovelace"
     assert r["answer_run"] == r["question_run"]  # the same run resumed
     assert r["hint_after"] is False and r["errors"] == []
+    assert r["cancelled"]["code"] == "cancelled"
+    assert r["stop_hidden"] is True and r["notice"] == "Stopped." and r["alert_hidden"] is True
 
 
 @pytest.mark.parametrize("decision", ["Approve", "Deny"])
@@ -157,13 +122,3 @@ def test_readable_errors(run_browser, site):
     assert r["run_failed"] == "The assistant could not finish its reply. Try again in a moment."
     for text in (r["mint_down"], r["network_down"], r["run_failed"]):
         assert "Error" not in text and "undefined" not in text and "{" not in text
-
-
-def test_screenshots_were_saved():
-    shots = Path(os.environ.get("HEDDLE_SCREENSHOTS", Path(__file__).parents[1] / "screenshots"))
-    for name in ("widget-stream-done", "widget-approval-approve-card", "widget-reconnect-back",
-                 "widget-keyboard-card", "widget-error-mint-down"):
-        path = shots / f"{name}.png"
-        assert path.exists() and path.read_bytes()[:4] == b"\x89PNG", path
-
-
