@@ -106,7 +106,7 @@ def xlsx_package(path: Path, sheet_data: str, shared_items: str) -> None:
 
 def ifsc_xlsx_file(rows: int, path: Path) -> None:
     """The RBI's XLSX as Excel saves it: text in the shared-string table (every branch's name
-    and address distinct, as in the real list, so the table has about 3 strings a row),
+    and address distinct, as in the real list, so the table has about 2 strings a row),
     STD code and phone as numbers; the real RBI-layout rows repeated with new codes."""
     real = list(csv.reader(io.StringIO((FIXTURES / "ifsc_rbi_sample.csv").read_text())))
     header, body = real[0], real[1:]

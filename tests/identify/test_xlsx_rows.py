@@ -5,6 +5,7 @@ what it does not follow. Speed is measured in bench/identify_import.py, not here
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import zipfile
@@ -12,13 +13,16 @@ from pathlib import Path
 
 import pytest
 from openpyxl import Workbook, load_workbook
+from sqlalchemy import func, select
 from typer.testing import CliRunner
 
+from heddle.db.base import Database
 from heddle.identify.cli import app
 from heddle.identify.importers import ImportFormatError, parse_ifsc_xlsx
 from heddle.identify.importers.base import BadRow
 from heddle.identify.importers.xlsx_rows import shared_strings, sheet_rows, workbook_sheets
 from heddle.identify.importers.xlsx_scan import StringTable
+from heddle.identify.models import DirectoryEntry
 
 _spec = importlib.util.spec_from_file_location(
     "identify_import_bench", Path(__file__).parents[2] / "bench" / "identify_import.py")
@@ -157,3 +161,27 @@ def test_a_zip_that_is_no_workbook_is_an_invalid_file(tmp_path, db_url):
     out = json.loads(result.stdout)
     assert result.exit_code == 1 and out["error"]["code"] == "invalid_file"
     assert "no workbook part" in out["error"]["message"]
+
+
+async def test_a_sheet_damaged_after_its_first_chunks_writes_nothing(tmp_path, db_url):
+    """A shared-string reference that is not in the table, 2,600 rows in (after the first
+    2,000-row chunk was written): the import is refused and rolled back whole."""
+    rows = "".join(f'<row r="{n}"><c r="A{n}" t="inlineStr"><is><t>STATE BANK OF INDIA</t></is>'
+                   f'</c><c r="B{n}" t="inlineStr"><is><t>SBIN0{n:06d}</t></is></c></row>'
+                   for n in range(2, 2602))
+    path = tmp_path / "68774.xlsx"
+    bench.xlsx_package(path, HEADER + rows + '<row r="2602"><c r="A2602" t="s"><v>7</v></c></row>',
+                       ITEMS)
+    result = await asyncio.to_thread(runner.invoke, app, [
+        "import", str(path), "--format", "ifsc-xlsx", "--database-url", db_url, "--json"])
+    out = json.loads(result.stdout)
+    assert result.exit_code == 1 and out["error"]["code"] == "invalid_file"
+    assert "shared string" in out["error"]["message"]
+    db = Database(db_url)
+    try:
+        async with db.session() as session:
+            count = (await session.execute(select(func.count(DirectoryEntry.id)).where(
+                DirectoryEntry.rail == "ifsc"))).scalar_one()
+    finally:
+        await db.dispose()
+    assert count == 0
