@@ -20,7 +20,7 @@ from heddle.auth.context import AuthContext, WorkspaceInfo
 from heddle.control.errors import invalid, not_found
 from heddle.control.workspaces import workspace
 from heddle.loom import service as loom_service
-from heddle.loom.models import Message, Run, RunEvent, Thread
+from heddle.loom.models import Message, Run, RunEvent, Thread, ToolCall
 from heddle.loom.serializers import message_dict, thread_dict
 from heddle.money import to_credits
 from heddle.observability.models import RequestLogEntry
@@ -132,7 +132,15 @@ async def run_detail(session: AsyncSession, workspace_id: str, run_id: str) -> d
     requests = await session.scalars(select(RequestLogEntry).where(RequestLogEntry.run_id == run.id)
                                      .order_by(RequestLogEntry.id.desc()).limit(RUN_REQUESTS_CAP))
     return {"run": run_item(run), "trace": trace, "requests": [request_item(e) for e in requests],
-            "state_changes": await _state_changes(session, run.id)}
+            "state_changes": await _state_changes(session, run.id),
+            "tool_attempts": await _tool_attempts(session, run.id)}
+
+
+async def _tool_attempts(session: AsyncSession, run_id: uuid.UUID) -> dict[str, list[dict[str, Any]]]:
+    """Each hosted tool call's HTTP attempts (n, started_at, duration_ms, http_status or error),
+    by tool call id: the /v1 ToolCall does not carry them, an operator debugging a tool host needs them."""
+    rows = await session.execute(select(ToolCall.id, ToolCall.attempts).where(ToolCall.run_id == run_id))
+    return {str(call_id): list(attempts) for call_id, attempts in rows if attempts}
 
 
 async def _state_changes(session: AsyncSession, run_id: uuid.UUID) -> list[dict[str, Any]]:

@@ -15,6 +15,10 @@ function normalise(data: Obj): { run: Obj; trace: Obj; requests: Obj[] } {
   const run = data.run && typeof data.run === "object" ? { ...data.run } : { ...data };
   const trace = data.trace && typeof data.trace === "object" ? { ...run, ...data.trace } : run;
   if (data.state_changes) trace.state_changes = data.state_changes;
+  // Hosted tool calls' HTTP attempts come beside the trace, by tool call id.
+  const attempts: Record<string, Obj[]> = data.tool_attempts || {};
+  trace.turns = (trace.turns || []).map((turn: Obj) => ({ ...turn, tool_calls: (turn.tool_calls || []).map(
+    (c: Obj) => (attempts[c.id] && !c.attempts ? { ...c, attempts: attempts[c.id] } : c)) }));
   return { run, trace, requests: data.requests || trace.requests || [] };
 }
 
@@ -204,7 +208,13 @@ function ToolCall({ call }: { call: Obj }) {
       {attempts.length > 0 && (
         <div><h4>Attempts</h4>
           <ol class="attempts">{attempts.map((a, i) => (
-            <li key={i}>{Object.entries(a).map(([k, v]) => <span key={k} class="small"><span class="muted">{k}</span> {typeof v === "object" ? JSON.stringify(v) : String(v)} </span>)}</li>
+            <li key={i} class="small">
+              {a.started_at && <span>{clock(a.started_at)} </span>}
+              {a.duration_ms !== undefined && <span class="muted">· {a.duration_ms} ms </span>}
+              {a.http_status !== undefined && <span>· HTTP <StatusCode status={a.http_status} /> </span>}
+              {a.in_flight && <span class="badge badge-amber">in flight</span>}
+              {a.error && <span class="neg-text">· {a.error.message || a.error.code || JSON.stringify(a.error)}</span>}
+            </li>
           ))}</ol>
         </div>
       )}
