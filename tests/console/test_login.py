@@ -142,3 +142,20 @@ def test_csrf_missing_wrong_or_foreign_origin_is_403(console):
 def test_console_routes_are_not_in_openapi(http):
     paths = http.get("/openapi.json").json()["paths"]
     assert not [p for p in paths if p.startswith("/console")]
+
+
+def test_two_presses_at_once_sign_in_once(server):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    _, url = new_operator(server, "double-click@example.com")
+    path = _path(server, url)
+
+    def press(_):
+        with httpx.Client(base_url=server.base_url, timeout=15) as c:
+            return c.post(path, headers={"Origin": server.base_url}).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        statuses = sorted(pool.map(press, range(8)))
+    assert statuses == [303] + [410] * 7
