@@ -1,0 +1,124 @@
+"""The chat widget in Chromium, against a real Heddle server and the real example site
+(examples/web_chat: its own login, mint endpoint and tool host), all on loopback ports.
+
+Each scenario is a Node script here (driving Chromium through playwright-core) that logs in as
+its own user of the site, so the scenarios share one server but never a conversation.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+HELP_START = "I am the scripted model."
+
+
+def run(run_browser, site, script: str, user: str, **env: str) -> dict:
+    site = {"SITE_URL": site["SITE_URL"], "HEDDLE_URL": site["HEDDLE_URL"]}
+    report = run_browser(f"widget/{script}", env={**site, "USER_NAME": user, "USER_PASSWORD": f"pw-{user}", **env})
+    assert not [e for e in report["console_errors"] if e.startswith("pageerror")], report["console_errors"]
+    return report
+
+
+@pytest.fixture(autouse=True)
+def _built(built_web):
+    """Every browser test here needs the built widget."""
+
+
+def test_streamed_reply_and_history_after_reload(run_browser, site):
+    r = run(run_browser, site, "stream.mjs", "stream")
+    assert r["delta_count"] > 10  # the scripted model streams word by word
+    assert r["deltas_before_final"] is True
+    assert r["joined"] == r["final"] == r["bubble_text"]
+    assert r["final"].startswith(HELP_START)
+    # Mid-stream the bubble showed a part of the reply, hidden from screen readers until whole.
+    assert r["partial"]["hidden"] == "true" and HELP_START.startswith(r["partial"]["text"].removeprefix("Assistant: ")[:10])
+    assert r["still_streaming"] == 0
+    assert r["thread_after_reload"] == r["thread_id"]
+    assert r["history"] == ["hello", r["final"]]
+    shots = Path(os.environ.get("HEDDLE_SCREENSHOTS", Path(__file__).parents[1] / "screenshots"))
+    assert (shots / "widget-stream-done.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_question_is_answered_by_the_next_message_and_stop_cancels(run_browser, site):
+    r = run(run_browser, site, "question.mjs", "question")
+    assert "next message answers it" in r["hint"]
+    assert r["answer"] == "You said: Ada Lovelace"
+    assert r["answer_run"] == r["question_run"]  # the same run resumed
+    assert r["hint_after"] is False and r["errors"] == []
+    assert r["cancelled"]["code"] == "cancelled"
+    assert r["stop_hidden"] is True and r["notice"] == "Stopped." and r["alert_hidden"] is True
+
+
+@pytest.mark.parametrize("decision", ["Approve", "Deny"])
+def test_tool_behind_approve_when(run_browser, site, decision):
+    r = run(run_browser, site, "approval.mjs", "approve" if decision == "Approve" else "deny", DECISION=decision)
+    assert r["card_heading"] == "Approve “send transfer”?"
+    assert r["card_fields"] == ["250", "Ada", "high"]
+    pending = r["pending"]
+    assert pending["type"] == "approval" and pending["tool_calls"][0]["approval"]["why"] == "amount 250 is above 100"
+    assert r["focused"] == r["card_heading"]  # the focus moved to the card
+    assert r["answers"][0]["detail"]["approved"] is (decision == "Approve")
+    assert r["focus_after"] == "hc-input"
+    assert r["run_state"] == "closed"
+    if decision == "Approve":
+        assert r["card_result"] == "Approved."
+        assert '"patch_ref": "tr_' in r["reply"]  # the tool host made the transfer
+    else:
+        assert r["card_result"] == "Denied."
+        assert '"declined": true' in r["reply"] and "patch_ref" not in r["reply"]
+
+
+def test_confirm_tool_outcome_card(run_browser, site):
+    r = run(run_browser, site, "outcome.mjs", "outcome")
+    assert r["state"] == "awaiting_outcome"
+    assert r["card_heading"] == "Did “schedule transfer” go through?" and "reference tr_" in r["card_text"]
+    assert r["busy_alert"].startswith("First tell the assistant whether the action above went through")
+    assert r["kept_in_box"] == "is it done?"
+    assert r["reply"] == "schedule_transfer: occurred."
+    assert r["card_result"] == "Confirmed: it went through."
+
+
+def test_reconnects_and_catches_up_after_the_socket_drops(run_browser, site):
+    r = run(run_browser, site, "reconnect.mjs", "reconnect")
+    assert r["status_while_down"] in ("Reconnecting…", "Connection lost, reconnecting…")
+    assert r["question_while_down"] == "Still there?"  # followed without the socket
+    assert r["seen_while_down"] is False  # the other tab's answer could not reach this tab...
+    assert r["caught_up"] == "You said: Yes, from the other tab"  # ...until it reconnected
+    assert r["status_after"] == "Live" and r["socket_attempts"] >= 2
+    assert r["deltas_after_reconnect"] > 10  # streaming live again
+    assert len(r["messages"]) == len(set(r["messages"])) == 8  # nothing lost, nothing twice
+    assert r["texts"][2:6] == ["ask: Still there?", "Still there?", "Yes, from the other tab",
+                               "You said: Yes, from the other tab"]
+
+
+def test_keyboard_only_and_accessible_names(run_browser, site):
+    r = run(run_browser, site, "keyboard.mjs", "keys")
+    a = r["a11y"]
+    assert (a["log_role"], a["log_live"], a["log_label"]) == ("log", "polite", "Acme Bank assistant")
+    assert a["input_label"] == "Message" and "Shift+Enter" in a["input_help"]
+    assert (a["status_role"], a["alert_role"]) == ("status", "alert")
+    assert r["multiline_value"] == "line one\nline two"
+    assert r["sent"] == ["line one\nline two"]  # Shift+Enter did not send; Enter did
+    assert r["focus_after_send"]["cls"] == "hc-input"
+    assert r["focus_on_card"]["cls"] == "hc-card-title"
+    assert r["next_after_card"]["text"] == "Approve"
+    assert '"patch_ref": "tr_' in r["reply"]
+    assert r["focus_after_card"]["cls"] == "hc-input"
+
+
+def test_readable_errors(run_browser, site):
+    r = run(run_browser, site, "errors.mjs", "errors")
+    assert r["mint_down"].startswith("Couldn't sign you in to the chat")
+    assert r["mint_down_status"] == "Not connected"
+    assert r["error_events"][0]["kind"] == "token"
+    assert r["alert_hidden_after_retry"] is True
+    assert r["network_down"].startswith("Can't reach the chat service")
+    assert r["failed_bubbles"] == 1
+    assert r["user_bubbles"].count("hello through a flaky network") == 1  # re-sent once, shown once
+    assert r["run_error"] == {"code": "model_error", "message": "the model provider is down"}
+    assert r["run_failed"] == "The assistant could not finish its reply. Try again in a moment."
+    for text in (r["mint_down"], r["network_down"], r["run_failed"]):
+        assert "Error" not in text and "undefined" not in text and "{" not in text
