@@ -159,3 +159,33 @@ def test_two_presses_at_once_sign_in_once(server):
     with ThreadPoolExecutor(8) as pool:
         statuses = sorted(pool.map(press, range(8)))
     assert statuses == [303] + [410] * 7
+
+
+def test_expired_links_and_sessions_are_forgotten(server):
+    from sqlalchemy import func, select
+
+    from heddle.operators.models import OperatorSession
+
+    _, url = new_operator(server, "tidy@example.com")
+    console = Console(server)
+    try:
+        console.sign_in(url)
+
+        async def expire_all():
+            async with server.services.database().transaction() as s:
+                past = operators.utcnow() - dt.timedelta(seconds=1)
+                await s.execute(update(OperatorSession).values(expires_at=past))
+                await s.execute(update(OperatorLoginToken).values(expires_at=past))
+
+        server.call(expire_all())
+        expect_error(console.get("/me"), 401, "console_unauthenticated")  # an expired session
+        login_link(server, "tidy@example.com")  # making a link prunes what expired
+
+        async def counts():
+            async with server.services.database().session() as s:
+                return (await s.scalar(select(func.count()).select_from(OperatorSession)),
+                        await s.scalar(select(func.count()).select_from(OperatorLoginToken)))
+
+        assert server.call(counts()) == (0, 1)
+    finally:
+        console.close()
