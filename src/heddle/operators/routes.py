@@ -22,7 +22,9 @@ router = APIRouter(include_in_schema=False)
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
                                "frame-ancestors 'none'; base-uri 'none'",
-    "Referrer-Policy": "no-referrer",  # the token is in the URL
+    # The token is in the URL: never sent to another site. same-origin, not no-referrer: under
+    # no-referrer a browser sends `Origin: null` with the form POST, and same_origin() refuses it.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
