@@ -151,7 +151,7 @@ export function Runs({ ws }: { ws: string }) {
             <tbody>
               {rows.map((r) => (
                 <tr key={r.id} class={fresh.has(r.id) ? "row-fresh" : ""} data-run={r.id}>
-                  <td><Link href={`/w/${ws}/runs/${r.id}`} class="mono">{short(r.id)}</Link></td>
+                  <td><Link href={`/w/${ws}/runs/${r.id}`} class="mono" aria-label={`Run ${r.id}`} title={r.id}>{short(r.id)}</Link></td>
                   <td><Badge value={r.state} />{r.error_code && <span class="small muted"> {r.error_code}</span>}</td>
                   <td>{agentName(r.agent_id) || <span class="mono">{r.agent_id}</span>}{r.agent_version ? <span class="muted small"> v{r.agent_version}</span> : null}</td>
                   <td class="mono small">{r.subject}</td>

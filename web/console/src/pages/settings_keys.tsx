@@ -5,6 +5,8 @@ import { Badge, Card, CopyButton, Empty, ErrorBox, Loading, Notice, useAction, u
 import { when } from "../format";
 
 type Obj = Record<string, any>;
+// Stable, so it runs once when the confirm button appears (keyboard users land on it).
+const focusOnMount = (el: HTMLButtonElement | null) => { el?.focus(); };
 
 export function Keys({ ws }: { ws: string }) {
   const keys = useApi<{ items: Obj[] }>(`/workspaces/${ws}/keys`);
@@ -62,7 +64,8 @@ export function Keys({ ws }: { ws: string }) {
                     <td class="actions-cell">
                       {!revoked && (confirming === k.id ? (
                         <span class="confirm">
-                          <button type="button" class="btn btn-danger btn-small" disabled={revoke.busy} onClick={() => revoke.run(k.id)}>Revoke {k.id}</button>
+                          <button type="button" class="btn btn-danger btn-small" disabled={revoke.busy} onClick={() => revoke.run(k.id)}
+                                  ref={focusOnMount}>Revoke {k.id}</button>
                           <button type="button" class="btn btn-ghost btn-small" onClick={() => setConfirming(null)}>Cancel</button>
                         </span>
                       ) : <button type="button" class="btn btn-small" onClick={() => setConfirming(k.id)} aria-label={`Revoke key ${k.id}`}>Revoke…</button>)}
