@@ -3,6 +3,7 @@ started once for this folder's tests; each test logs in as its own user of the s
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from support.net import free_port
 from support.server import LiveServer
 
 REPO = Path(__file__).resolve().parents[3]
-USERS = ["stream", "question", "approve", "deny", "outcome", "reconnect", "keys", "errors", "site"]
+USERS = ["stream", "question", "approve", "deny", "outcome", "reconnect", "keys", "errors", "site", "credits"]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,8 @@ def site(tmp_path_factory):
             if time.monotonic() > deadline:
                 raise RuntimeError("the example site did not come up in 120 s")
             time.sleep(0.2)
-        yield {"SITE_URL": url, "HEDDLE_URL": server.base_url, "server": server, "port": port}
+        setup = json.loads((tmp / "state" / "setup.json").read_text())
+        yield {"SITE_URL": url, "HEDDLE_URL": server.base_url, "server": server, "port": port, "setup": setup}
     finally:
         proc.terminate()
         try:

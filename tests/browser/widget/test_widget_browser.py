@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from heddle.billing import service as billing
+
 HELP_START = "I am the scripted model."
 
 
@@ -122,3 +124,27 @@ def test_readable_errors(run_browser, site):
     assert r["run_failed"] == "The assistant could not finish its reply. Try again in a moment."
     for text in (r["mint_down"], r["network_down"], r["run_failed"]):
         assert "Error" not in text and "undefined" not in text and "{" not in text
+
+
+def test_out_of_credits_is_said_plainly(run_browser, site):
+    """Last in this module: it drains the shared workspace, then gives the credits back."""
+    server, workspace = site["server"], site["setup"]["workspace_id"]
+
+    async def drain():
+        async with server.services.database().transaction() as s:
+            balance = await billing.balance_micro(s, workspace)
+            await billing.charge(s, workspace, balance, reason="test: out of credits")
+            return balance
+
+    async def refill(amount):
+        async with server.services.database().transaction() as s:
+            await billing.grant(s, workspace, amount)
+
+    balance = server.call(drain())
+    try:
+        r = run(run_browser, site, "credits.mjs", "credits")
+    finally:
+        server.call(refill(balance))
+    assert r["alert"].startswith("The assistant is unavailable right now: this service has run out of credits.")
+    assert r["error"]["code"] == "insufficient_credits"
+    assert r["children_after_unmount"] == 0
