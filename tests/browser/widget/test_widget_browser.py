@@ -126,6 +126,16 @@ def test_readable_errors(run_browser, site):
         assert "Error" not in text and "undefined" not in text and "{" not in text
 
 
+def test_token_is_reminted_before_expiry_and_after_a_401(run_browser, site):
+    r = run(run_browser, site, "token.mjs", "token")
+    assert r["mints_at_start"] == 1  # one token served every call of the first two minutes
+    assert r["mints_after_expiry"] == 2 and r["unauthorized_before_401_test"] == 0
+    # The refused post, a new token, the same post again (accepted).
+    assert r["refused"] == 2 and "post,mint,post" in ",".join(r["sequence_for_401"])
+    assert r["alert_hidden"] is True
+    assert r["user_messages"] == ["hello", "ask: Still valid?", "Yes"]
+
+
 def test_out_of_credits_is_said_plainly(run_browser, site):
     """Last in this module: it drains the shared workspace, then gives the credits back."""
     server, workspace = site["server"], site["setup"]["workspace_id"]
