@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from heddle.billing import service as billing
+from heddle.workspaces import service as ws_service
 
 HELP_START = "I am the scripted model."
 
@@ -99,6 +100,7 @@ def test_reconnects_and_catches_up_after_the_socket_drops(run_browser, site):
 def test_keyboard_only_and_accessible_names(run_browser, site):
     r = run(run_browser, site, "keyboard.mjs", "keys")
     a = r["a11y"]
+    assert r["empty_note"] == "No messages yet. Say hello to start."
     assert (a["log_role"], a["log_live"], a["log_label"]) == ("log", "polite", "Acme Bank assistant")
     assert a["input_label"] == "Message" and "Shift+Enter" in a["input_help"]
     assert (a["status_role"], a["alert_role"]) == ("status", "alert")
@@ -134,6 +136,22 @@ def test_token_is_reminted_before_expiry_and_after_a_401(run_browser, site):
     assert r["refused"] == 2 and "post,mint,post" in ",".join(r["sequence_for_401"])
     assert r["alert_hidden"] is True
     assert r["user_messages"] == ["hello", "ask: Still valid?", "Yes"]
+
+
+def test_polls_when_realtime_is_off(run_browser, site):
+    server, workspace = site["server"], site["setup"]["workspace_id"]
+
+    async def realtime(on: bool):
+        async with server.services.database().transaction() as s:
+            await ws_service.update_workspace(s, workspace, realtime=on)
+
+    server.call(realtime(False))
+    try:
+        r = run(run_browser, site, "polling.mjs", "polling")
+    finally:
+        server.call(realtime(True))
+    assert r["status"] == "Checking for replies" and r["sockets"] == 0
+    assert r["answer"] == "You said: It does" and r["deltas"] == 0
 
 
 def test_out_of_credits_is_said_plainly(run_browser, site):
