@@ -16,7 +16,7 @@ from support.net import free_port
 from support.server import LiveServer
 
 REPO = Path(__file__).resolve().parents[3]
-USERS = ["stream", "question", "approve", "deny", "outcome", "reconnect", "keys", "errors", "site", "credits", "token", "polling"]
+USERS = ["stream", "question", "approve", "deny", "message", "outcome", "reconnect", "keys", "errors", "site", "credits", "token", "polling"]
 
 
 @pytest.fixture(scope="module")

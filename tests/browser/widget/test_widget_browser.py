@@ -55,17 +55,21 @@ def test_question_is_answered_by_the_next_message_and_stop_cancels(run_browser, 
     assert r["stop_hidden"] is True and r["notice"] == "Stopped." and r["alert_hidden"] is True
 
 
-@pytest.mark.parametrize("decision", ["Approve", "Deny"])
+@pytest.mark.parametrize("decision", ["Approve", "Deny", "Message"])
 def test_tool_behind_approve_when(run_browser, site, decision):
-    r = run(run_browser, site, "approval.mjs", "approve" if decision == "Approve" else "deny", DECISION=decision)
+    r = run(run_browser, site, "approval.mjs", decision.lower(), DECISION=decision)
     assert r["card_heading"] == "Approve “send transfer”?"
     assert r["card_fields"] == ["250", "Ada", "high"]
     pending = r["pending"]
     assert pending["type"] == "approval" and pending["tool_calls"][0]["approval"]["why"] == "amount 250 is above 100"
     assert r["focused"] == r["card_heading"]  # the focus moved to the card
+    assert r["run_state"] == "closed"
+    if decision == "Message":
+        assert r["answers"] == [] and r["card_result"] == "Declined: you sent a message instead."
+        assert r["reply"].startswith(HELP_START)  # the message was the run's next input
+        return
     assert r["answers"][0]["detail"]["approved"] is (decision == "Approve")
     assert r["focus_after"] == "hc-input"
-    assert r["run_state"] == "closed"
     if decision == "Approve":
         assert r["card_result"] == "Approved."
         assert '"patch_ref": "tr_' in r["reply"]  # the tool host made the transfer

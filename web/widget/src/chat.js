@@ -323,6 +323,7 @@ export class Chat {
       return;
     }
     this.view.clearError();
+    if (this.run && this.run.pending && this.run.pending.type === "approval") this.cards.declineByMessage();
     if (this.emptyNote) { this.emptyNote.remove(); this.emptyNote = null; }
     const entry = { content, el: this.view.message("user", content, { pending: true }) };
     this.unsent.push(entry);
