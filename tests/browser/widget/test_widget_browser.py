@@ -17,6 +17,9 @@ from heddle.workspaces import service as ws_service
 
 HELP_START = "I am the scripted model."
 
+# Each module starts Heddle and the example site (a subprocess that runs the heddle CLI).
+pytestmark = pytest.mark.slow
+
 
 def run(run_browser, site, script: str, user: str, **env: str) -> dict:
     site = {"SITE_URL": site["SITE_URL"], "HEDDLE_URL": site["HEDDLE_URL"]}
