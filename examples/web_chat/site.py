@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import html
+import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from heddle.auth.jwk_keys import load_private_key, mint_session_token
 
 STATIC = Path(__file__).with_name("static")
 COOKIE = "webchat_session"
+AGENT_ID = re.compile(r"agent_[A-Za-z0-9]{1,60}")
 TOKEN_TTL = 120  # seconds; the widget asks again shortly before it runs out
 AUDIENCE = ("service", "web-chat")  # the tool host checks that tokens name its audience
 
@@ -109,6 +111,10 @@ async def index(request: Request) -> Response:
     if user is None:
         return RedirectResponse("/login", status_code=303)
     heddle = config.heddle_url
+    # `/?agent=agent_…` talks to another agent of the workspace (say, one an operator just made
+    # in the console); Heddle itself refuses an agent the token's workspace does not own.
+    wanted = request.query_params.get("agent", "")
+    agent_id = wanted if AGENT_ID.fullmatch(wanted) else config.agent_id
     body = f"""<header class="top"><strong>Acme Bank</strong>
 <span>Signed in as <b id="who">{html.escape(user)}</b></span>
 <form method="post" action="/logout"><button type="submit">Log out</button></form></header>
@@ -116,7 +122,7 @@ async def index(request: Request) -> Response:
 <p>Try <code>call: get_balance {{}}</code>, <code>call: send_transfer {{"amount": 250, "to": "Ada"}}</code>
 (above 100 it asks you first), <code>call: schedule_transfer {{"amount": 20}}</code> (you confirm it
 arrived), or <code>ask: What is your name?</code>.</p></section>
-<div id="chat" data-agent="{html.escape(config.agent_id)}" data-heddle="{html.escape(heddle)}"></div></main>
+<div id="chat" data-agent="{html.escape(agent_id)}" data-heddle="{html.escape(heddle)}"></div></main>
 <script src="{html.escape(heddle)}/widget/heddle-chat.js"></script>
 <script src="/static/app.js"></script>"""
     return _page("Acme Bank assistant", body, heddle=heddle)
