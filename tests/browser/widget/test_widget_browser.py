@@ -46,6 +46,8 @@ def test_streamed_reply_and_history_after_reload(run_browser, site):
     assert r["history"] == ["hello", r["final"]]
     shots = Path(os.environ.get("HEDDLE_SCREENSHOTS", Path(__file__).parents[1] / "screenshots"))
     assert (shots / "widget-stream-done.png").read_bytes()[:4] == b"\x89PNG"
+    assert r["theme"] == {"bg": "rgb(16, 20, 24)", "fg": "rgb(232, 234, 237)", "send": "rgb(194, 24, 91)",
+                          "bubble": "rgb(36, 42, 49)", "size": "17px"}
 
 
 def test_question_is_answered_by_the_next_message_and_stop_cancels(run_browser, site):
