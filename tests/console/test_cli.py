@@ -8,6 +8,7 @@ import json
 from typer.testing import CliRunner
 
 from heddle.cli.main import app
+from heddle.config import get_settings
 from support.console import Console, expect_error
 
 runner = CliRunner()
@@ -15,7 +16,11 @@ AGENT_YAML = "name: Helper\nmodel_class: scripted\ninstructions: One.\ntools:\n 
 
 
 def cli(server, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
-    result = runner.invoke(app, [*args, "--json", "--database-url", server.settings.database_url], env=env)
+    get_settings.cache_clear()  # each `heddle` run is a new process that reads HEDDLE_* afresh
+    try:
+        result = runner.invoke(app, [*args, "--json", "--database-url", server.settings.database_url], env=env)
+    finally:
+        get_settings.cache_clear()
     lines = result.stdout.strip().splitlines()
     assert lines, result.output
     return result.exit_code, json.loads(lines[-1])

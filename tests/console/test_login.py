@@ -39,7 +39,7 @@ def test_get_does_not_spend_the_link(server):
         for _ in range(3):  # a mail scanner prefetching the link
             page = console.http.get(_path(server, url))
             assert page.status_code == 200 and "Sign in" in page.text
-            assert "no-referrer" in page.headers["referrer-policy"]
+            assert page.headers["referrer-policy"] == "same-origin"  # the token never leaves this origin
         console.sign_in(url)
     finally:
         console.close()
@@ -142,3 +142,50 @@ def test_csrf_missing_wrong_or_foreign_origin_is_403(console):
 def test_console_routes_are_not_in_openapi(http):
     paths = http.get("/openapi.json").json()["paths"]
     assert not [p for p in paths if p.startswith("/console")]
+
+
+def test_two_presses_at_once_sign_in_once(server):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    _, url = new_operator(server, "double-click@example.com")
+    path = _path(server, url)
+
+    def press(_):
+        with httpx.Client(base_url=server.base_url, timeout=15) as c:
+            return c.post(path, headers={"Origin": server.base_url}).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        statuses = sorted(pool.map(press, range(8)))
+    assert statuses == [303] + [410] * 7
+
+
+def test_expired_links_and_sessions_are_forgotten(server):
+    from sqlalchemy import func, select
+
+    from heddle.operators.models import OperatorSession
+
+    _, url = new_operator(server, "tidy@example.com")
+    console = Console(server)
+    try:
+        console.sign_in(url)
+
+        async def expire_all():
+            async with server.services.database().transaction() as s:
+                past = operators.utcnow() - dt.timedelta(seconds=1)
+                await s.execute(update(OperatorSession).values(expires_at=past))
+                await s.execute(update(OperatorLoginToken).values(expires_at=past))
+
+        server.call(expire_all())
+        expect_error(console.get("/me"), 401, "console_unauthenticated")  # an expired session
+        login_link(server, "tidy@example.com")  # making a link prunes what expired
+
+        async def counts():
+            async with server.services.database().session() as s:
+                return (await s.scalar(select(func.count()).select_from(OperatorSession)),
+                        await s.scalar(select(func.count()).select_from(OperatorLoginToken)))
+
+        assert server.call(counts()) == (0, 1)
+    finally:
+        console.close()

@@ -69,12 +69,20 @@ async def create_operator(session: AsyncSession, email: str) -> Operator:
     return op
 
 
+async def prune(session: AsyncSession, now: dt.datetime) -> None:
+    """Forget expired links and sessions; done whenever new ones are made, so neither table grows
+    without bound and no background task is needed."""
+    await session.execute(delete(OperatorLoginToken).where(OperatorLoginToken.expires_at < now))
+    await session.execute(delete(OperatorSession).where(OperatorSession.expires_at < now))
+
+
 async def new_login_token(session: AsyncSession, op: Operator, ttl_seconds: float) -> str:
     """A new one-time token for `op` (earlier unused links stay valid until they expire)."""
     if op.disabled_at is not None:
         raise ValueError(f"operator {op.email} is disabled")
     token = secrets.token_urlsafe(32)
     now = utcnow()
+    await prune(session, now)
     session.add(OperatorLoginToken(operator_id=op.id, token_hash=digest(token), created_at=now,
                                    expires_at=now + dt.timedelta(seconds=ttl_seconds)))
     await session.flush()
@@ -135,6 +143,7 @@ async def consume_token(session: AsyncSession, token: str, session_ttl: float) -
     op = await session.get(Operator, op_id)
     if op is None or op.disabled_at is not None:
         raise refused
+    await prune(session, now)
     session_id = secrets.token_urlsafe(32)
     session.add(OperatorSession(id_hash=digest(session_id), operator_id=op.id, csrf_token=secrets.token_urlsafe(32),
                                 created_at=now, last_seen_at=now, expires_at=now + dt.timedelta(seconds=session_ttl)))
