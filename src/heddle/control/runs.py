@@ -20,7 +20,7 @@ from heddle.auth.context import AuthContext, WorkspaceInfo
 from heddle.control.errors import invalid, not_found
 from heddle.control.workspaces import workspace
 from heddle.loom import service as loom_service
-from heddle.loom.models import Message, Run, Thread
+from heddle.loom.models import Message, Run, RunEvent, Thread, ToolCall
 from heddle.loom.serializers import message_dict, thread_dict
 from heddle.money import to_credits
 from heddle.observability.models import RequestLogEntry
@@ -28,6 +28,7 @@ from heddle.timeutil import iso
 from heddle.workspaces.models import Workspace
 
 RUN_REQUESTS_CAP = 200
+RUN_EVENTS_CAP = 1000
 THREAD_MESSAGES_CAP = 1000
 
 
@@ -130,7 +131,29 @@ async def run_detail(session: AsyncSession, workspace_id: str, run_id: str) -> d
     trace = await loom_service.get_trace(session, _reader(ws), str(run.id))
     requests = await session.scalars(select(RequestLogEntry).where(RequestLogEntry.run_id == run.id)
                                      .order_by(RequestLogEntry.id.desc()).limit(RUN_REQUESTS_CAP))
-    return {"run": run_item(run), "trace": trace, "requests": [request_item(e) for e in requests]}
+    return {"run": run_item(run), "trace": trace, "requests": [request_item(e) for e in requests],
+            "state_changes": await _state_changes(session, run.id),
+            "tool_attempts": await _tool_attempts(session, run.id)}
+
+
+async def _tool_attempts(session: AsyncSession, run_id: uuid.UUID) -> dict[str, list[dict[str, Any]]]:
+    """Each hosted tool call's HTTP attempts (n, started_at, duration_ms, http_status or error),
+    by tool call id: the /v1 ToolCall does not carry them, an operator debugging a tool host needs them."""
+    rows = await session.execute(select(ToolCall.id, ToolCall.attempts).where(ToolCall.run_id == run_id))
+    return {str(call_id): list(attempts) for call_id, attempts in rows if attempts}
+
+
+async def _state_changes(session: AsyncSession, run_id: uuid.UUID) -> list[dict[str, Any]]:
+    """Each state the run entered, when (its stored `run.updated` events, repeats folded)."""
+    rows = await session.execute(select(RunEvent.seq, RunEvent.data, RunEvent.created_at)
+                                 .where(RunEvent.run_id == run_id, RunEvent.event == "run.updated")
+                                 .order_by(RunEvent.seq).limit(RUN_EVENTS_CAP))
+    changes: list[dict[str, Any]] = []
+    for seq, data, at in rows:
+        state = (data or {}).get("state")
+        if state and (not changes or changes[-1]["state"] != state):
+            changes.append({"state": state, "at": iso(at), "seq": seq})
+    return changes
 
 
 async def thread_detail(session: AsyncSession, workspace_id: str, thread_id: str) -> dict[str, Any]:

@@ -107,6 +107,20 @@ await main(async (browser, report) => {
   };
   await shot(page, "console-trace");
 
+  // --- the state changes of a run that asked a question ---
+  await page.goto(`${U}/console/w/${WS}/runs/${process.env.ASK_RUN_ID}`);
+  await page.locator(".tl-state").first().waitFor();
+  report.ask_states = await page.locator(".tl-state", { hasText: "State changed" }).locator(".badge").allInnerTexts();
+  await shot(page, "console-trace-states");
+  await page.goto(`${U}/console/w/${WS}/runs/${process.env.TOOL_RUN_ID}`);
+  await page.locator(".attempts li").first().waitFor();
+  report.tool_attempts = await page.locator(".attempts li").count();
+  report.tool_attempts_text = await page.locator(".attempts").innerText();
+  await shot(page, "console-trace-attempts");
+  await page.goBack();
+  await page.goBack();
+  await page.getByRole("heading", { name: "Run trace" }).waitFor();
+
   // --- the conversation of its thread ---
   await page.getByRole("link", { name: THREAD }).click();
   await page.getByRole("heading", { name: "Conversation" }).waitFor();

@@ -8,10 +8,13 @@ import time
 from urllib.parse import urlparse
 
 import pytest
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 from typer.testing import CliRunner
 
 from heddle.cli.main import app
 from support.server import LiveServer
+from support.toolhosts import LoopbackToolHost
 
 runner = CliRunner()
 
@@ -20,7 +23,36 @@ model_class: scripted
 instructions: You help customers check where their money goes.
 tools:
   - builtin: identify
+  - name: fee_quote
+    description: Quote the fee of a transfer
+    parameters: {type: object, properties: {amount: {type: number}}, required: [amount]}
+    connection: fees
+    path: /tools/fee_quote
+    risk: low
+    interaction: auto
+    reliability: idempotent
 """
+
+
+class FlakyFeeHost(LoopbackToolHost):
+    """The caller's tool host (it verifies Heddle's signed calls and mints subject tokens); its
+    fee tool answers 503 once, then a quote: the trace has two attempts to show."""
+
+    paths = ("/tools/fee_quote",)
+
+    def __init__(self, request_secret: str, key_id: str):
+        super().__init__(request_secret, key_id)
+        self.quotes = 0
+
+    async def _handle(self, request: Request):
+        body = json.loads(await request.body() or b"{}")
+        if request.url.path == "/mint":
+            return JSONResponse({"status": "success", "data": {"token": self.mint_token(body["subject"]),
+                                                               "expires_in": 120}})
+        self.quotes += 1
+        if self.quotes == 1:
+            return JSONResponse({"error": "warming up"}, status_code=503)
+        return JSONResponse({"fee": 0.25, "currency": "EUR"})
 
 
 def cli(db: str, *args: str) -> dict:
@@ -29,23 +61,37 @@ def cli(db: str, *args: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def wait_closed(client, run_id: str, headers: dict) -> dict:
+def wait_state(client, run_id: str, headers: dict, state: str | None = None) -> dict:
+    """Poll the run until it is in `state` (or, without one, terminal)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         run = client.get(f"/v1/loom/runs/{run_id}", headers=headers).json()["data"]
-        if run["terminal"]:
+        if run["state"] == state or (state is None and run["terminal"]):
             return run
         time.sleep(0.1)
-    raise AssertionError(f"run {run_id} did not end: {run}")
+    raise AssertionError(f"run {run_id} did not reach {state or 'an end'}: {run}")
+
+
+def wait_closed(client, run_id: str, headers: dict) -> dict:
+    return wait_state(client, run_id, headers)
 
 
 @pytest.fixture
 def seeded(tmp_path, built_web):
     db = f"sqlite+aiosqlite:///{tmp_path}/console.db"
     server = LiveServer(database_url=db).start()
+    fees = None
     try:
         ws = cli(db, "workspace", "create", "--name", "Acme payments", "--credits", "100")
         key = cli(db, "key", "create", "--workspace", ws["id"])
+        # The caller's tool host: it needs the request secret (shown when rotated), and the
+        # workspace needs its JWKS and mint URL so relay runs can call hosted tools.
+        secret = cli(db, "workspace", "update", ws["id"], "--rotate-request-secret")["request_secret"]
+        fees = FlakyFeeHost(secret, key["id"]).start()
+        jwks = tmp_path / "jwks.json"
+        jwks.write_text(json.dumps(fees.jwks))
+        cli(db, "workspace", "update", ws["id"], "--jwks-file", str(jwks), "--mint-url", f"{fees.base_url}/mint", "--dev")
+        cli(db, "connection", "create", "--workspace", ws["id"], "--name", "fees", "--base-url", fees.base_url, "--dev")
         agent_file = tmp_path / "agent.yaml"
         agent_file.write_text(AGENT_YAML)
         agent = cli(db, "agent", "create", "--workspace", ws["id"], "--file", str(agent_file))
@@ -56,12 +102,29 @@ def seeded(tmp_path, built_web):
             sent = c.post(f"/v1/loom/threads/{thread['id']}/messages", headers=headers,
                           json={"content": 'call: identify {"identifier": "DEUTDEFF"}'}).json()["data"]
             run = wait_closed(c, sent["run_id"], headers)
+            # A run that asks a question and is answered: running, awaiting_input, running, closed.
+            dora = {**headers, "Service-Subject": "web:dora"}
+            asking = c.post("/v1/loom/threads", json={"agent": agent["id"]}, headers=dora).json()["data"]
+            asked = c.post(f"/v1/loom/threads/{asking['id']}/messages", headers=dora,
+                           json={"content": "ask: What is your name?"}).json()["data"]
+            wait_state(c, asked["run_id"], dora, "awaiting_input")
+            c.post(f"/v1/loom/threads/{asking['id']}/messages", headers=dora, json={"content": "Ada"})
+            assert wait_closed(c, asked["run_id"], dora)["state"] == "closed"
+            # A hosted tool whose host fails once: the trace shows both attempts.
+            erin = {**headers, "Service-Subject": "web:erin"}
+            quoting = c.post("/v1/loom/threads", json={"agent": agent["id"]}, headers=erin).json()["data"]
+            quoted = c.post(f"/v1/loom/threads/{quoting['id']}/messages", headers=erin,
+                            json={"content": 'call: fee_quote {"amount": 120}'}).json()["data"]
+            assert wait_closed(c, quoted["run_id"], erin)["state"] == "closed"
         assert run["state"] == "closed" and run["cost_credits"] > 0
         server.flush_request_log()
         yield {"server": server, "ws": ws, "key": key, "agent": agent, "run": run, "thread": thread,
+               "ask_run": asked["run_id"], "tool_run": quoted["run_id"],
                "login_path": urlparse(operator["login_url"]).path}
     finally:
         server.stop()
+        if fees:
+            fees.stop()
 
 
 def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things(seeded, run_browser):
@@ -69,7 +132,8 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     report = run_browser("console/console_pages.mjs", timeout=300, env={
         "HEDDLE_URL": s["server"].base_url, "LOGIN_PATH": s["login_path"], "WS": s["ws"]["id"],
         "WS_NAME": s["ws"]["name"], "KEY_SECRET": s["key"]["secret"], "RUN_ID": s["run"]["id"],
-        "THREAD_ID": s["thread"]["id"], "AGENT_ID": s["agent"]["id"]})
+        "THREAD_ID": s["thread"]["id"], "AGENT_ID": s["agent"]["id"], "ASK_RUN_ID": s["ask_run"],
+        "TOOL_RUN_ID": s["tool_run"]})
 
     # No script error; the only console lines are Chromium's notes on the failures the test provokes
     # (signed out 401, refused identifier, refused origin, bad agent file, unknown run).
@@ -90,6 +154,10 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert trace["model_turns"] >= 1 and trace["has_raw_json"] == 1
     assert "credits" in trace["cost_text"] and "credits" in trace["tool_cost_text"]
     assert "in" in trace["tokens_text"] and "out" in trace["tokens_text"]
+    # State changes of a run that asked and was answered, in order.
+    assert report["ask_states"] == ["awaiting input", "running"], report["ask_states"]
+    # A hosted tool call's two HTTP attempts: 503, then 200.
+    assert report["tool_attempts"] == 2 and "503" in report["tool_attempts_text"] and "200" in report["tool_attempts_text"]
     # Conversation.
     assert "DEUTDEFF" in report["thread"]["user"] and report["thread"]["assistant"]
     # Ledger: chart and a grant that moves the balance by 25.
@@ -119,7 +187,7 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert "First words." in agent["v1"]
     assert "does not parse" in agent["parse_error"]
     assert "Not saved" in agent["server_error"]
-    assert report["connections"] == 1
+    assert report["connections"] == 2  # "fees" from the CLI, "payments" from the page
     assert "does not exist" in report["unknown_run_error"]
     # Keyboard and landmarks.
     assert report["a11y"]["focus_after_nav"] == "page-title" and report["a11y"]["first_tab"] == "Skip to content"

@@ -13,6 +13,10 @@ export class ApiError extends Error {
 }
 
 let csrfToken: string | null = null;
+let clockSkewMs = 0; // server time minus browser time, from the Date header of the last answer
+
+// The server's idea of now (to the second), so that a poll's first watermark never runs ahead of it.
+export function serverNow(): number { return Date.now() + clockSkewMs; }
 let onUnauthenticated: () => void = () => {};
 
 export function setCsrf(token: string | null) { csrfToken = token; }
@@ -42,6 +46,8 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
   const text = await res.text();
   try { payload = text ? JSON.parse(text) : null; } catch { payload = null; }
   const requestId = res.headers.get("Request-Id");
+  const date = Date.parse(res.headers.get("Date") || "");
+  if (!isNaN(date)) clockSkewMs = date - Date.now();
   if (payload && payload.status === "success") return payload.data as T;
   const err = payload && payload.status === "error" && payload.error
     ? new ApiError(payload.error.code, payload.error.message || "", res.status, payload.error.details ?? null, requestId)
@@ -79,11 +85,14 @@ export function describe(err: unknown): { title: string; detail: string; fields:
   const fields: string[] = [];
   if (Array.isArray(err.details)) {
     for (const d of err.details as FieldDetail[]) {
-      if (d && typeof d === "object" && d.message) fields.push(d.field ? `${d.field}: ${d.message}` : d.message);
+      if (d && typeof d === "object" && d.message) {
+        fields.push(d.field && !d.message.startsWith(d.field) ? `${d.field}: ${d.message}` : d.message);
+      }
     }
   } else if (err.details && typeof err.details === "object") {
     for (const [k, v] of Object.entries(err.details as Record<string, unknown>)) {
-      if (typeof v === "string") fields.push(`${k}: ${v}`);
+      // {field: "identifier"} only names the field the message is about: nothing to add.
+      if (typeof v === "string" && !["field", "location", "type"].includes(k)) fields.push(`${k}: ${v}`);
     }
   }
   // The server's message often repeats its one field error: say it once.

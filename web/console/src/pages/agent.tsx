@@ -33,7 +33,13 @@ export function AgentPage({ ws, agent }: { ws: string; agent: string }) {
   });
   const view = useAction(async (n: number) => setViewing(await api<Obj>("GET", `/workspaces/${ws}/agents/${agent}/versions/${n}`)));
 
-  if (!data) return <div>{loading && <Loading what="Loading the agent" />}<ErrorBox error={error} /></div>;
+  if (!data) return (
+    <div>
+      <p class="crumbs"><Link href={`/w/${ws}/settings/agents`}>Agents</Link> <span aria-hidden="true">/</span> <span class="mono">{agent}</span></p>
+      <PageHead title="Agent" sub={<span class="mono">{agent}</span>} />
+      {loading && <Loading what="Loading the agent" />}<ErrorBox error={error} />
+    </div>
+  );
   const versions: Obj[] = [...(data.versions || [])].sort((a, b) => b.version - a.version);
   return (
     <div>

@@ -14,6 +14,11 @@ interface Entry { at: string; order: number; key: string; node: ComponentChildre
 function normalise(data: Obj): { run: Obj; trace: Obj; requests: Obj[] } {
   const run = data.run && typeof data.run === "object" ? { ...data.run } : { ...data };
   const trace = data.trace && typeof data.trace === "object" ? { ...run, ...data.trace } : run;
+  if (data.state_changes) trace.state_changes = data.state_changes;
+  // Hosted tool calls' HTTP attempts come beside the trace, by tool call id.
+  const attempts: Record<string, Obj[]> = data.tool_attempts || {};
+  trace.turns = (trace.turns || []).map((turn: Obj) => ({ ...turn, tool_calls: (turn.tool_calls || []).map(
+    (c: Obj) => (attempts[c.id] && !c.attempts ? { ...c, attempts: attempts[c.id] } : c)) }));
   return { run, trace, requests: data.requests || trace.requests || [] };
 }
 
@@ -28,7 +33,13 @@ export function RunTrace({ ws, run: runId }: { ws: string; run: string }) {
     return () => clearInterval(t);
   }, [live, reload]);
 
-  if (!data) return <div>{loading ? <Loading what="Loading the trace" /> : null}<ErrorBox error={error} /></div>;
+  if (!data) return (
+    <div>
+      <p class="crumbs"><Link href={`/w/${ws}/runs`}>Runs</Link> <span aria-hidden="true">/</span> <span class="mono">{short(runId, 13)}</span></p>
+      <PageHead title="Run trace" sub={<span class="mono">{runId}</span>} />
+      {loading && <Loading what="Loading the trace" />}<ErrorBox error={error} />
+    </div>
+  );
   const { trace: t, requests } = n!;
   const turns: Obj[] = t.turns || [];
   const tokensIn = turns.reduce((s, x) => s + (x.input_tokens || 0), 0);
@@ -91,9 +102,10 @@ function timeline(t: Obj, requests: Obj[], ws: string): Entry[] {
   out.push({ at: opened, order: 0, key: "open", kind: "state", node: <Head title="Run opened" at={opened}><Badge value="running" /></Head> });
   // State changes, when the API gives them (run events), each a row.
   const changes: Obj[] = t.state_changes || t.events?.filter((e: Obj) => e.type === "run.updated").map((e: Obj) => ({ state: e.data?.state, at: e.created_at })) || [];
-  let prev = "";
+  let prev = "running"; // "Run opened" already says so; the closing entry says how it ended
+  const TERMINAL = ["closed", "failed", "cancelled"];
   changes.forEach((c, i) => {
-    if (!c.state || c.state === prev) return;
+    if (!c.state || c.state === prev || (t.closed_at && TERMINAL.includes(c.state))) return;
     prev = c.state;
     out.push({ at: c.at, order: 1, key: `st${i}`, kind: "state", node: <Head title="State changed" at={c.at}><Badge value={c.state} /></Head> });
   });
@@ -196,7 +208,13 @@ function ToolCall({ call }: { call: Obj }) {
       {attempts.length > 0 && (
         <div><h4>Attempts</h4>
           <ol class="attempts">{attempts.map((a, i) => (
-            <li key={i}>{Object.entries(a).map(([k, v]) => <span key={k} class="small"><span class="muted">{k}</span> {typeof v === "object" ? JSON.stringify(v) : String(v)} </span>)}</li>
+            <li key={i} class="small">
+              {a.started_at && <span>{clock(a.started_at)} </span>}
+              {a.duration_ms !== undefined && <span class="muted">· {a.duration_ms} ms </span>}
+              {a.http_status !== undefined && <span>· HTTP <StatusCode status={a.http_status} /> </span>}
+              {a.in_flight && <span class="badge badge-amber">in flight</span>}
+              {a.error && <span class="neg-text">· {a.error.message || a.error.code || JSON.stringify(a.error)}</span>}
+            </li>
           ))}</ol>
         </div>
       )}

@@ -1,13 +1,13 @@
 // The runs list: filters in the URL, live updates by polling `updated_after` every 2 s.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, qs } from "../api";
+import { api, qs, serverNow } from "../api";
 import { announce, Badge, Empty, ErrorBox, Loading, PageHead, useApi } from "../components";
 import { ago, credits, localToIso, short, when } from "../format";
 import { Link, setQuery, useLocation } from "../router";
 
 export interface RunRow {
   id: string; thread_id: string; agent_id: string; agent_version: number | null; subject: string; state: string;
-  cost_credits: number; turn_count: number; created_at: string; opened_at: string; closed_at: string | null; updated_at: string;
+  cost_credits: number; turn_count: number; error_code?: string | null; created_at: string; opened_at: string; closed_at: string | null; updated_at: string;
 }
 interface Page { items: RunRow[]; next_cursor: string | null }
 interface Agent { id: string; name: string }
@@ -44,7 +44,7 @@ export function Runs({ ws }: { ws: string }) {
     api<Page>("GET", `/workspaces/${ws}/runs${qs({ ...filterQuery, limit: 50 })}`).then((p) => {
       if (gone) return;
       setRows(p.items); setCursor(p.next_cursor);
-      watermark.current = p.items.reduce((m, r) => (r.updated_at > m ? r.updated_at : m), new Date(Date.now() - 1000).toISOString());
+      watermark.current = p.items.reduce((m, r) => (r.updated_at > m ? r.updated_at : m), new Date(serverNow() - 2000).toISOString());
       setLastPoll(new Date());
     }).catch((e) => { if (!gone) setError(e); });
     return () => { gone = true; };
@@ -152,7 +152,7 @@ export function Runs({ ws }: { ws: string }) {
               {rows.map((r) => (
                 <tr key={r.id} class={fresh.has(r.id) ? "row-fresh" : ""} data-run={r.id}>
                   <td><Link href={`/w/${ws}/runs/${r.id}`} class="mono">{short(r.id)}</Link></td>
-                  <td><Badge value={r.state} /></td>
+                  <td><Badge value={r.state} />{r.error_code && <span class="small muted"> {r.error_code}</span>}</td>
                   <td>{agentName(r.agent_id) || <span class="mono">{r.agent_id}</span>}{r.agent_version ? <span class="muted small"> v{r.agent_version}</span> : null}</td>
                   <td class="mono small">{r.subject}</td>
                   <td class="num">{r.turn_count}</td>

@@ -7,7 +7,13 @@ type Obj = Record<string, any>;
 
 export function Thread({ ws, thread }: { ws: string; thread: string }) {
   const { data, error, loading } = useApi<{ thread: Obj; messages: Obj[]; runs: Obj[] }>(`/workspaces/${ws}/threads/${thread}`);
-  if (!data) return <div>{loading && <Loading what="Loading the conversation" />}<ErrorBox error={error} /></div>;
+  if (!data) return (
+    <div>
+      <p class="crumbs"><Link href={`/w/${ws}/runs`}>Runs</Link> <span aria-hidden="true">/</span> Thread</p>
+      <PageHead title="Conversation" sub={<span class="mono">{thread}</span>} />
+      {loading && <Loading what="Loading the conversation" />}<ErrorBox error={error} />
+    </div>
+  );
   const { thread: t, messages, runs } = data;
   return (
     <div>
