@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
 
     site = create_site(SiteConfig(heddle_url=heddle_url, agent_id=setup.agent_id, key_id=setup.key_id, kid=setup.kid,
                                   private_key_pem=setup.private_key.read_bytes(),
-                                  users=Users.from_pairs(args.user or DEFAULT_USERS)))
+                                  users=Users.from_pairs(args.user or DEFAULT_USERS),
+                                  login_hint="" if args.user else "Demo accounts: alice / wonderland, bob / builder."))
     print(json.dumps({"site": site_origin, "toolhost": toolhost_url, "workspace_id": setup.workspace_id,
                       "agent_id": setup.agent_id}), flush=True)
     print(f"Open {site_origin} and log in as alice / wonderland (Ctrl+C stops).", flush=True)

@@ -66,6 +66,7 @@ class SiteConfig:
     kid: str
     private_key_pem: bytes
     users: Users
+    login_hint: str = ""  # shown under the login form (the demo accounts)
     session_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
 
@@ -87,7 +88,7 @@ def _page(title: str, body: str, *, status: int = 200, heddle: str | None = None
         "Cache-Control": "no-store"})
 
 
-def _login_form(error: str | None = None, username: str = "") -> str:
+def _login_form(hint: str, error: str | None = None, username: str = "") -> str:
     alert = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
     return f"""<main class="login"><h1>Acme Bank</h1><p>Log in to talk to our assistant.</p>{alert}
 <form method="post" action="/login">
@@ -96,7 +97,7 @@ def _login_form(error: str | None = None, username: str = "") -> str:
   <label for="password">Password</label><input id="password" name="password" type="password"
     autocomplete="current-password" required>
   <button type="submit">Log in</button>
-</form><p class="muted">Demo accounts: alice / wonderland, bob / builder.</p></main>"""
+</form>{f'<p class="muted">{html.escape(hint)}</p>' if hint else ""}</main>"""
 
 
 def _user(request: Request) -> str | None:
@@ -130,7 +131,7 @@ arrived), or <code>ask: What is your name?</code>.</p></section>
 async def login_page(request: Request) -> Response:
     if _user(request):
         return RedirectResponse("/", status_code=303)
-    return _page("Log in - Acme Bank", _login_form())
+    return _page("Log in - Acme Bank", _login_form(request.app.state.config.login_hint))
 
 
 async def login(request: Request) -> Response:
@@ -138,7 +139,8 @@ async def login(request: Request) -> Response:
     form = await request.form()
     username, password = str(form.get("username", "")).strip(), str(form.get("password", ""))
     if not config.users.check(username, password):
-        return _page("Log in - Acme Bank", _login_form("Wrong username or password.", username), status=401)
+        form_html = _login_form(config.login_hint, "Wrong username or password.", username)
+        return _page("Log in - Acme Bank", form_html, status=401)
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(COOKIE, issue_session_cookie(username, config.session_secret), httponly=True,
                         samesite="lax", secure=request.url.scheme == "https", max_age=8 * 3600)

@@ -4,6 +4,7 @@ its login, mint endpoint and widget page, with the example tool host."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -22,8 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 @contextmanager
 def web_chat_site(tmp: Path, users: list[str], **server_settings: Any) -> Iterator[dict[str, Any]]:
-    """Yields {"SITE_URL", "HEDDLE_URL", "server", "port", "database_url"}; each user NAME logs
-    in with the password `pw-NAME`."""
+    """Yields {"SITE_URL", "HEDDLE_URL", "server", "port", "database_url", "setup"} (`setup`: what
+    the example provisioned, its state/setup.json); each user NAME logs in with the password
+    `pw-NAME`."""
     db = f"sqlite+aiosqlite:///{tmp}/heddle.db"
     server = LiveServer(database_url=db, **server_settings).start()
     port, tool_port = free_port(), free_port()
@@ -47,7 +49,9 @@ def web_chat_site(tmp: Path, users: list[str], **server_settings: Any) -> Iterat
             if time.monotonic() > deadline:
                 raise RuntimeError("the example site did not come up in 120 s")
             time.sleep(0.2)
-        yield {"SITE_URL": url, "HEDDLE_URL": server.base_url, "server": server, "port": port, "database_url": db}
+        setup = json.loads((tmp / "state" / "setup.json").read_text())
+        yield {"SITE_URL": url, "HEDDLE_URL": server.base_url, "server": server, "port": port, "database_url": db,
+               "setup": setup}
     finally:
         proc.terminate()
         try:

@@ -19,8 +19,15 @@ await main(async (browser, report) => {
   // Focus moved to the card (the person was typing in the widget).
   report.focused = await page.evaluate(() => document.querySelector("#chat").shadowRoot.activeElement?.textContent);
   await shot(page, `widget-approval-${decision.toLowerCase()}-card`);
-  await page.click(`${ui.card} button:text-is("${decision}")`);
-  const reply = await waitForReply(page, "send_transfer", mark);
+  let reply;
+  if (decision === "Message") {
+    // Writing instead of answering declines the call; the message is the run's next input.
+    const sent = await typeAndSend(page, "never mind");
+    reply = await waitForReply(page, "scripted model", sent);
+  } else {
+    await page.click(`${ui.card} button:text-is("${decision}")`);
+    reply = await waitForReply(page, "send_transfer", mark);
+  }
   report.reply = reply.content;
   report.card_result = await page.textContent("#chat .hc-card-done .hc-card-result");
   report.answers = await events(page, "approval");

@@ -7,7 +7,8 @@ import pytest
 
 from support.web_chat import web_chat_site
 
-USERS = ["stream", "question", "approve", "deny", "outcome", "reconnect", "keys", "errors", "site"]
+USERS = ["stream", "question", "approve", "deny", "message", "outcome", "reconnect", "keys", "errors", "site",
+         "credits", "token", "polling"]
 
 
 @pytest.fixture(scope="module")
@@ -16,4 +17,3 @@ def site(tmp_path_factory):
     with web_chat_site(tmp_path_factory.mktemp("web_chat"), USERS,
                        rate_limit_per_subject="10/second;300/minute") as started:
         yield started
-

@@ -26,12 +26,15 @@ await main(async (browser, report) => {
   const page = await context.newPage();
   watch(page, report);
   await page.goto(`${SITE}/login`);
+  await shot(page, "example-login");
   // The username field has autofocus; type, Tab, type, Enter.
   await page.keyboard.type(process.env.USER_NAME);
   await page.keyboard.press("Tab");
   await page.keyboard.type(process.env.USER_PASSWORD);
   await Promise.all([page.waitForURL(`${SITE}/`), page.keyboard.press("Enter")]);
   await page.waitForFunction(() => window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+  report.empty_note = await page.textContent("#chat .hc-notice");
+  await shot(page, "widget-keyboard-empty");
 
   report.a11y = await page.evaluate(() => {
     const root = document.querySelector("#chat").shadowRoot;

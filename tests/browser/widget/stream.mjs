@@ -39,4 +39,18 @@ await main(async (browser, report) => {
   report.thread_after_reload = await page.evaluate(() => window.chat.threadId);
   report.history = await page.$$eval("#chat .hc-msg .hc-text", (els) => els.map((e) => e.textContent));
   await shot(page, "widget-stream-reloaded");
+
+  // Themed from the page with CSS variables (set here through the CSSOM: the page's CSP allows
+  // no inline <style>), which reach into the widget's shadow root.
+  report.theme = await page.evaluate(() => {
+    const host = document.querySelector("#chat");
+    const vars = { "--heddle-chat-bg": "#101418", "--heddle-chat-fg": "#e8eaed", "--heddle-chat-accent": "#c2185b",
+      "--heddle-chat-assistant-bg": "#242a31", "--heddle-chat-border": "#3a424c", "--heddle-chat-font-size": "17px" };
+    for (const [k, v] of Object.entries(vars)) host.style.setProperty(k, v);
+    const root = host.shadowRoot;
+    const css = (sel, prop) => getComputedStyle(root.querySelector(sel))[prop];
+    return { bg: css(".hc", "backgroundColor"), fg: css(".hc", "color"), send: css(".hc-send", "backgroundColor"),
+      bubble: css(".hc-assistant", "backgroundColor"), size: css(".hc", "fontSize") };
+  });
+  await shot(page, "widget-theme-dark");
 });

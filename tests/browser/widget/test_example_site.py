@@ -8,6 +8,9 @@ import httpx
 import jwt
 import pytest
 
+# Each module starts Heddle and the example site (a subprocess that runs the heddle CLI).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def http(site):

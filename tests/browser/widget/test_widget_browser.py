@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from heddle.billing import service as billing
+from heddle.workspaces import service as ws_service
+
 HELP_START = "I am the scripted model."
+
+# Each module starts Heddle and the example site (a subprocess that runs the heddle CLI).
+pytestmark = pytest.mark.slow
 
 
 def run(run_browser, site, script: str, user: str, **env: str) -> dict:
@@ -40,6 +46,8 @@ def test_streamed_reply_and_history_after_reload(run_browser, site):
     assert r["history"] == ["hello", r["final"]]
     shots = Path(os.environ.get("HEDDLE_SCREENSHOTS", Path(__file__).parents[1] / "screenshots"))
     assert (shots / "widget-stream-done.png").read_bytes()[:4] == b"\x89PNG"
+    assert r["theme"] == {"bg": "rgb(16, 20, 24)", "fg": "rgb(232, 234, 237)", "send": "rgb(194, 24, 91)",
+                          "bubble": "rgb(36, 42, 49)", "size": "17px"}
 
 
 def test_question_is_answered_by_the_next_message_and_stop_cancels(run_browser, site):
@@ -52,17 +60,21 @@ def test_question_is_answered_by_the_next_message_and_stop_cancels(run_browser, 
     assert r["stop_hidden"] is True and r["notice"] == "Stopped." and r["alert_hidden"] is True
 
 
-@pytest.mark.parametrize("decision", ["Approve", "Deny"])
+@pytest.mark.parametrize("decision", ["Approve", "Deny", "Message"])
 def test_tool_behind_approve_when(run_browser, site, decision):
-    r = run(run_browser, site, "approval.mjs", "approve" if decision == "Approve" else "deny", DECISION=decision)
+    r = run(run_browser, site, "approval.mjs", decision.lower(), DECISION=decision)
     assert r["card_heading"] == "Approve “send transfer”?"
     assert r["card_fields"] == ["250", "Ada", "high"]
     pending = r["pending"]
     assert pending["type"] == "approval" and pending["tool_calls"][0]["approval"]["why"] == "amount 250 is above 100"
     assert r["focused"] == r["card_heading"]  # the focus moved to the card
+    assert r["run_state"] == "closed"
+    if decision == "Message":
+        assert r["answers"] == [] and r["card_result"] == "Declined: you sent a message instead."
+        assert r["reply"].startswith(HELP_START)  # the message was the run's next input
+        return
     assert r["answers"][0]["detail"]["approved"] is (decision == "Approve")
     assert r["focus_after"] == "hc-input"
-    assert r["run_state"] == "closed"
     if decision == "Approve":
         assert r["card_result"] == "Approved."
         assert '"patch_ref": "tr_' in r["reply"]  # the tool host made the transfer
@@ -97,6 +109,7 @@ def test_reconnects_and_catches_up_after_the_socket_drops(run_browser, site):
 def test_keyboard_only_and_accessible_names(run_browser, site):
     r = run(run_browser, site, "keyboard.mjs", "keys")
     a = r["a11y"]
+    assert r["empty_note"] == "No messages yet. Say hello to start."
     assert (a["log_role"], a["log_live"], a["log_label"]) == ("log", "polite", "Acme Bank assistant")
     assert a["input_label"] == "Message" and "Shift+Enter" in a["input_help"]
     assert (a["status_role"], a["alert_role"]) == ("status", "alert")
@@ -122,3 +135,53 @@ def test_readable_errors(run_browser, site):
     assert r["run_failed"] == "The assistant could not finish its reply. Try again in a moment."
     for text in (r["mint_down"], r["network_down"], r["run_failed"]):
         assert "Error" not in text and "undefined" not in text and "{" not in text
+
+
+def test_token_is_reminted_before_expiry_and_after_a_401(run_browser, site):
+    r = run(run_browser, site, "token.mjs", "token")
+    assert r["mints_at_start"] == 1  # one token served every call of the first two minutes
+    assert r["mints_after_expiry"] == 2 and r["unauthorized_before_401_test"] == 0
+    # The refused post, a new token, the same post again (accepted).
+    assert r["refused"] == 2 and "post,mint,post" in ",".join(r["sequence_for_401"])
+    assert r["alert_hidden"] is True
+    assert r["user_messages"] == ["hello", "ask: Still valid?", "Yes"]
+
+
+def test_polls_when_realtime_is_off(run_browser, site):
+    server, workspace = site["server"], site["setup"]["workspace_id"]
+
+    async def realtime(on: bool):
+        async with server.services.database().transaction() as s:
+            await ws_service.update_workspace(s, workspace, realtime=on)
+
+    server.call(realtime(False))
+    try:
+        r = run(run_browser, site, "polling.mjs", "polling")
+    finally:
+        server.call(realtime(True))
+    assert r["status"] == "Checking for replies" and r["sockets"] == 0
+    assert r["answer"] == "You said: It does" and r["deltas"] == 0
+
+
+def test_out_of_credits_is_said_plainly(run_browser, site):
+    """Last in this module: it drains the shared workspace, then gives the credits back."""
+    server, workspace = site["server"], site["setup"]["workspace_id"]
+
+    async def drain():
+        async with server.services.database().transaction() as s:
+            balance = await billing.balance_micro(s, workspace)
+            await billing.charge(s, workspace, balance, reason="test: out of credits")
+            return balance
+
+    async def refill(amount):
+        async with server.services.database().transaction() as s:
+            await billing.grant(s, workspace, amount)
+
+    balance = server.call(drain())
+    try:
+        r = run(run_browser, site, "credits.mjs", "credits")
+    finally:
+        server.call(refill(balance))
+    assert r["alert"].startswith("The assistant is unavailable right now: this service has run out of credits.")
+    assert r["error"]["code"] == "insufficient_credits"
+    assert r["children_after_unmount"] == 0

@@ -41,8 +41,15 @@ export class Cards {
     if (first && this.chat.view.hasFocus()) first.card.title.focus();
   }
 
+  /** A message sent while calls await approval declines them (Heddle's rule): say so on the cards. */
+  declineByMessage() {
+    for (const entry of this.open.values()) {
+      if (entry.kind === "approval" && !entry.answered) entry.choice = "Declined: you sent a message instead.";
+    }
+  }
+
   approval(run, call) {
-    const entry = { runId: run.id, answered: false };
+    const entry = { runId: run.id, answered: false, kind: "approval" };
     entry.card = this.chat.view.card({
       heading: `Approve “${pretty(call.name)}”?`,
       text: "The assistant wants to do this. Nothing happens unless you approve it.",

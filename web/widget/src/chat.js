@@ -75,6 +75,7 @@ export class Chat {
       if (!this.realtime) await this.startRealtime();
       await this.loadMessages();
       await this.refreshRun({ initial: true });
+      if (this.messages.size === 0 && !this.emptyNote) this.emptyNote = this.view.notice("No messages yet. Say hello to start.");
       this.view.setHistoryLoading(false);
       this.view.scrollToEnd();
       this.emit("ready", { thread_id: this.threadId });
@@ -243,6 +244,7 @@ export class Chat {
   // ---- what is shown ----
   addMessage(message) {
     if (this.messages.has(message.id)) return;
+    if (this.emptyNote) { this.emptyNote.remove(); this.emptyNote = null; }
     let el;
     const stream = this.streams.get(message.id);
     const mine = message.role === "user" && this.unsent.find((u) => u.id === message.id || (!u.id && u.content === message.content));
@@ -321,6 +323,8 @@ export class Chat {
       return;
     }
     this.view.clearError();
+    if (this.run && this.run.pending && this.run.pending.type === "approval") this.cards.declineByMessage();
+    if (this.emptyNote) { this.emptyNote.remove(); this.emptyNote = null; }
     const entry = { content, el: this.view.message("user", content, { pending: true }) };
     this.unsent.push(entry);
     this.view.input.value = "";
