@@ -58,6 +58,7 @@ const STATE_TONE: Record<string, string> = {
   running: "blue", queued: "blue", awaiting_input: "amber", awaiting_outcome: "amber", awaiting_approval: "amber",
   closed: "green", succeeded: "green", resolved: "green", identified: "green",
   failed: "red", cancelled: "grey", pending: "grey", revoked: "grey",
+  approved: "green", denied: "red", waiting: "amber",
 };
 
 export function Badge({ value, tone }: { value: string; tone?: string }) {

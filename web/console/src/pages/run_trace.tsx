@@ -204,7 +204,7 @@ function ToolCall({ call }: { call: Obj }) {
         <p class="small">Outcome: <Badge value={call.outcome.state} /> {when(call.outcome.created_at)}
           {call.outcome.detail && Object.keys(call.outcome.detail).length > 0 && <span class="mono"> {JSON.stringify(call.outcome.detail)}</span>}</p>
       )}
-      {call.approval && <p class="small">Approval: <span class="mono">{JSON.stringify(call.approval)}</span></p>}
+      {call.approval && <Approval approval={call.approval} />}
       {attempts.length > 0 && (
         <div><h4>Attempts</h4>
           <ol class="attempts">{attempts.map((a, i) => (
@@ -219,6 +219,29 @@ function ToolCall({ call }: { call: Obj }) {
         </div>
       )}
     </div>
+  );
+}
+
+// What the approval step decided, in words: whether one was needed (and the rule's reason), who
+// answered, how and when; the raw object stays in the run's Raw JSON.
+function Approval({ approval }: { approval: Obj }) {
+  if (!approval.required) {
+    return <p class="small">Approval: not needed{approval.why ? ` (${approval.why})` : ""}.</p>;
+  }
+  const by: Obj = approval.by || {};
+  const who = [by.subject || by.key_id, by.mode && `${by.mode} mode`].filter(Boolean).join(", ");
+  const answered = approval.approved === true ? "Approved" : approval.approved === false ? "Denied" : null;
+  return (
+    <p class="small approval">
+      Approval required{approval.why ? ` because ${approval.why}` : ""}
+      {approval.requested_at && <span class="muted"> (asked {clock(approval.requested_at)})</span>}.{" "}
+      {answered ? (
+        <span>
+          <Badge value={answered.toLowerCase()} /> {who && `by ${who}`} {approval.at && `at ${clock(approval.at)}`}
+          {approval.reason && `: “${approval.reason}”`}
+        </span>
+      ) : <Badge value="waiting" />}
+    </p>
   );
 }
 
