@@ -27,7 +27,9 @@ await main(async (browser, report) => {
   watch(page, report);
   await page.goto(`${SITE}/login`);
   await shot(page, "example-login");
-  // The username field has autofocus; type, Tab, type, Enter.
+  // The username field has autofocus (wait for it: a loaded machine applies it late); type, Tab,
+  // type, Enter.
+  await page.waitForFunction(() => document.activeElement && document.activeElement.id === "username");
   await page.keyboard.type(process.env.USER_NAME);
   await page.keyboard.press("Tab");
   await page.keyboard.type(process.env.USER_PASSWORD);
