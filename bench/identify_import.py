@@ -23,7 +23,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from stdnum.us import rtn
 
@@ -56,19 +58,81 @@ def ifsc_file(rows: int) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-def ifsc_xlsx_file(rows: int, path: Path) -> None:
-    """The RBI's XLSX layout: the real RBI-layout rows repeated with new codes."""
-    from openpyxl import Workbook
+_PACKAGE = {
+    "[Content_Types].xml": (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Types xmlns="http://schemas.'
+        'openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType='
+        '"application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" '
+        'ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType='
+        '"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+        '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.'
+        'openxmlformats-officedocument.spreadsheetml.worksheet+xml"/><Override PartName='
+        '"/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.'
+        'spreadsheetml.sharedStrings+xml"/></Types>'),
+    "_rels/.rels": (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="http://'
+        'schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type='
+        '"http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
+        'Target="xl/workbook.xml"/></Relationships>'),
+    "xl/workbook.xml": (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<workbook xmlns="http://'
+        'schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.'
+        'openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Sheet1" '
+        'sheetId="1" r:id="rId1"/></sheets></workbook>'),
+    "xl/_rels/workbook.xml.rels": (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="http://'
+        'schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type='
+        '"http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" '
+        'Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="http://schemas.'
+        'openxmlformats.org/officeDocument/2006/relationships/sharedStrings" '
+        'Target="sharedStrings.xml"/></Relationships>'),
+}
+_MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 
+
+def xlsx_package(path: Path, sheet_data: str, shared_items: str) -> None:
+    """A one-sheet workbook as Excel writes it: `sheet_data` is the XML inside <sheetData>,
+    `shared_items` the <si> items of the shared-string table."""
+    sheet = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet xmlns='
+             f'"{_MAIN_NS}"><sheetData>{sheet_data}</sheetData></worksheet>')
+    table = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<sst xmlns='
+             f'"{_MAIN_NS}">{shared_items}</sst>')
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in _PACKAGE.items():
+            archive.writestr(name, text)
+        archive.writestr("xl/worksheets/sheet1.xml", sheet)
+        archive.writestr("xl/sharedStrings.xml", table)
+
+
+def ifsc_xlsx_file(rows: int, path: Path) -> None:
+    """The RBI's XLSX as Excel saves it: text in the shared-string table (every branch's name
+    and address distinct, as in the real list, so the table has about 2 strings a row),
+    STD code and phone as numbers; the real RBI-layout rows repeated with new codes."""
     real = list(csv.reader(io.StringIO((FIXTURES / "ifsc_rbi_sample.csv").read_text())))
-    workbook = Workbook(write_only=True)
-    sheet = workbook.create_sheet()
-    sheet.append(real[0])
+    header, body = real[0], real[1:]
+    index: dict[str, int] = {}
+    sheet = io.StringIO()
+
+    def write_row(number: int, cells: list) -> None:
+        sheet.write(f'<row r="{number}" spans="1:{len(cells)}">')
+        for column, value in enumerate(cells):
+            ref = f"{chr(65 + column)}{number}"
+            if isinstance(value, int):
+                sheet.write(f'<c r="{ref}"><v>{value}</v></c>')
+            else:
+                sheet.write(f'<c r="{ref}" t="s"><v>{index.setdefault(value, len(index))}</v></c>')
+        sheet.write("</row>")
+
+    write_row(1, header)
     for n in range(rows):
-        row = list(real[1 + n % (len(real) - 1)])
-        row[1] = row[1][:4] + "0" + f"{n:06d}"
-        sheet.append(row)
-    workbook.save(path)
+        cells = list(body[n % len(body)])
+        cells[1] = cells[1][:4] + "0" + f"{n:06d}"
+        cells[2] = f"{cells[2]} {n}"
+        cells[3] = f"{n % 997} {cells[3]} & ROAD {n}"
+        cells[7], cells[8] = int(cells[7]), 20_000_000 + n
+        write_row(n + 2, cells)
+    items = "".join(f"<si><t>{escape(text)}</t></si>" for text in index)
+    xlsx_package(path, sheet.getvalue(), items)
 
 
 # Runs the CLI and reports its own peak RSS on stderr (RUSAGE_CHILDREN would give the
@@ -105,32 +169,93 @@ def run_import(path: Path, fmt: str, db_url: str) -> dict:
             "peak_mb": round(peak_kb / 1024, 1)}
 
 
+# Reads every row of a workbook and nothing else, reporting CPU seconds and peak RSS: the
+# reader's own cost, apart from the import's writes.
+_READERS = {
+    "openpyxl": """
+from openpyxl import load_workbook
+book = load_workbook(PATH, read_only=True, data_only=True)
+rows = sum(1 for sheet in book.worksheets for _ in sheet.iter_rows(values_only=True))
+""",
+    "heddle": """
+import zipfile
+from heddle.identify.importers.xlsx_rows import shared_strings, sheet_rows, workbook_sheets
+with zipfile.ZipFile(PATH) as archive:
+    strings = shared_strings(archive)
+    rows = sum(1 for _, part in workbook_sheets(archive) for _ in sheet_rows(archive, part, strings))
+""",
+}
+_TIMED = """
+import json, resource, sys, time
+PATH = sys.argv[1]
+started = time.process_time()
+{body}
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({{"rows": rows, "cpu_seconds": round(time.process_time() - started, 2),
+                  "peak_mb": round(usage.ru_maxrss / 1024, 1)}}))
+"""
+
+
+def read_only(path: Path) -> dict:
+    """Each XLSX reader alone on the file, in its own process; CPU ratio openpyxl / heddle."""
+    results = {}
+    for name, body in _READERS.items():
+        done = subprocess.run([sys.executable, "-c", _TIMED.format(body=body), str(path)],
+                              capture_output=True, text=True, check=True)
+        results[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    results["cpu_ratio"] = round(results["openpyxl"]["cpu_seconds"]
+                                 / max(results["heddle"]["cpu_seconds"], 0.01), 1)
+    return results
+
+
+def write_file(kind: str, rows: int, path: Path) -> Path:
+    """Builds a file in a child process: a child's peak RSS starts from its parent's at the
+    fork, so a parent that built a 60 MB sheet would inflate every measured import."""
+    subprocess.run([sys.executable, __file__, "--write", kind, str(rows), str(path)], check=True)
+    return path
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--write"]:
+        kind, rows, path = sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+        if kind == "ifsc-xlsx":
+            ifsc_xlsx_file(rows, path)
+        else:
+            path.write_bytes(fedach_file(rows) if kind == "fedach" else ifsc_file(rows))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fedach-rows", type=int, default=18_000)
     parser.add_argument("--ifsc-rows", type=int, default=185_000)
     parser.add_argument("--xlsx", action="store_true",
-                        help="also import the IFSC rows as the RBI's XLSX (slow to build)")
+                        help="also import the IFSC rows as the RBI's XLSX, and time the XLSX "
+                             "readers alone (openpyxl against heddle's)")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        for name, fmt, data in (("FedACHdir.txt", "fedach", fedach_file(args.fedach_rows)),
-                                ("IFSC.csv", "ifsc-csv", ifsc_file(args.ifsc_rows))):
-            path = folder / name
-            path.write_bytes(data)
+        for name, fmt, rows in (("FedACHdir.txt", "fedach", args.fedach_rows),
+                                ("IFSC.csv", "ifsc-csv", args.ifsc_rows)):
+            path = write_file(fmt, rows, folder / name)
             result = run_import(path, fmt, f"sqlite+aiosqlite:///{folder / (fmt + '.db')}")
             results.append(result)
             print(f"{fmt:<10}{result['rows']:>8} rows  {result['seconds']:>7.2f} s wall  "
                   f"{result['cpu_seconds']:>7.2f} s CPU  peak {result['peak_mb']:>6.1f} MB")
         if args.xlsx:
-            path = folder / "68774.xlsx"
-            ifsc_xlsx_file(args.ifsc_rows, path)
+            path = write_file("ifsc-xlsx", args.ifsc_rows, folder / "68774.xlsx")
             result = run_import(path, "ifsc-xlsx", f"sqlite+aiosqlite:///{folder / 'xlsx.db'}")
             results.append(result)
             print(f"{'ifsc-xlsx':<10}{result['rows']:>8} rows  {result['seconds']:>7.2f} s wall  "
                   f"{result['cpu_seconds']:>7.2f} s CPU  peak {result['peak_mb']:>6.1f} MB")
-    print(json.dumps({"benchmark": "identify_import", "imports": results}))
+            readers = read_only(path)
+            for name in _READERS:
+                r = readers[name]
+                print(f"  read only, {name:<9}{r['rows']:>8} rows  {r['cpu_seconds']:>7.2f} s CPU  "
+                      f"peak {r['peak_mb']:>6.1f} MB")
+            print(f"  openpyxl / heddle reader CPU: {readers['cpu_ratio']}x")
+    report = {"benchmark": "identify_import", "imports": results}
+    if args.xlsx:
+        report["xlsx_readers"] = readers
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from heddle.api.middleware import RequestContextMiddleware
 from heddle.api.openapi import install_openapi
 from heddle.api.system import router as system_router
 from heddle.config import Settings, get_settings
+from heddle.console.routes import router as console_router
 from heddle.deployment import check_deployment
 from heddle.identify.routes import router as identify_router
 from heddle.loom.events_routes import router as loom_events_router
@@ -75,6 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}
         app.include_router(build_realtime_router(
             svc.realtime.hub, app_key=svc.realtime.key, app_secret=svc.realtime.secret))
+    app.include_router(console_router)  # /console/api and /console/login, before the SPA's /console/{path}
     app.include_router(web_router)  # last: /console/{path} must not shadow the console API
     install_openapi(app)
     install_docs(app)

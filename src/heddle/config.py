@@ -27,6 +27,14 @@ class Settings(BaseSettings):
     migrate_on_start: bool = True
     access_log: bool = True  # one log line per request (method, route, status, ms, request id)
 
+    # --- the console (heddle/operators, heddle/console; docs/console.md) ---
+    # Where operators reach this server; login links start with it. Unset: http://{host}:{port}.
+    public_url: str = Field(default="", pattern=r"^(https?://[^/?#\s]+/?)?$")
+    console_link_ttl: float = Field(default=900.0, gt=0)  # seconds a login link stays usable (once)
+    console_session_ttl: float = Field(default=12 * 3600.0, gt=0)  # idle seconds before a session ends
+    # Development only: drop `Secure` from the session cookie, for plain http on a non-loopback host.
+    console_insecure_cookie: bool = False
+
     # --- request limits (heddle/api/limits.py) ---
     max_header_bytes: int = Field(default=16 * 1024, ge=1024)  # all headers together: 431 beyond
     max_header_count: int = Field(default=100, ge=8)
@@ -126,6 +134,13 @@ class Settings(BaseSettings):
     worker_shutdown_grace: float = Field(default=30.0, ge=0)  # SIGTERM: finish for this long, then hand back
     worker_heartbeat_seconds: float = Field(default=10.0, gt=0)
     worker_stalled_seconds: float = Field(default=30.0, gt=0)  # no heartbeat this long: its jobs are retried
+
+    def console_base_url(self) -> str:
+        """The origin login links and the console's Origin check use (no trailing slash)."""
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     @property
     def allow_private_outbound(self) -> bool:

@@ -5,21 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import uvicorn
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
 
-from heddle.auth.jwk_keys import generate_keypair, mint_session_token
-from heddle.toolhost import ReplayCache, ToolHostVerifier
-
-AUDIENCE = "my-app"
+from support.toolhosts import LoopbackToolHost
 
 
 @dataclass
@@ -31,40 +24,20 @@ class Recorded:
     claims: dict[str, Any] | None
 
 
-@dataclass
-class ToolHost:
-    request_secret: str
-    key_id: str  # the workspace API key id the caller's tokens name as `iss`
-    port: int = 0
-    requests: list[Recorded] = field(default_factory=list)
-    mints: int = 0
-    mint_status: int = 200
-    flaky_failures: int = 1
-    # /tools/gated: the first call waits until `gate` is set (a slow tool, during which a test
-    # takes the run over), then answers `gate_status`; later calls answer at once.
-    gate: threading.Event = field(default_factory=threading.Event)
-    gate_entered: threading.Event = field(default_factory=threading.Event)
-    gate_status: int = 200
+class ToolHost(LoopbackToolHost):
+    paths = ("/tools/balance", "/tools/transfer", "/tools/flaky", "/tools/slow", "/tools/gated")
 
-    def __post_init__(self):
-        self.private_pem, self.jwks = generate_keypair("ES256", "caller-key")
-        app = Starlette(routes=[Route(p, self._handle, methods=["POST"]) for p in (
-            "/tools/balance", "/tools/transfer", "/tools/flaky", "/tools/slow", "/tools/gated", "/mint")])
-        verified = ToolHostVerifier(app, request_secret=self.request_secret, audience=AUDIENCE, jwks=self.jwks,
-                                    signature_only_paths={"/mint"}, replay_cache=ReplayCache())
-        from support.net import free_port
-
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(verified, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def mint_token(self, subject: str) -> str:
-        return mint_session_token(self.private_pem, kid="caller-key", alg="ES256", key_id=self.key_id,
-                                  subject=subject, audience=("service", AUDIENCE), ttl=120)
+    def __init__(self, request_secret: str, key_id: str):
+        super().__init__(request_secret, key_id)
+        self.requests: list[Recorded] = []
+        self.mints = 0
+        self.mint_status = 200
+        self.flaky_failures = 1
+        # /tools/gated: the first call waits until `gate` is set (a slow tool, during which a test
+        # takes the run over), then answers `gate_status`; later calls answer at once.
+        self.gate = threading.Event()
+        self.gate_entered = threading.Event()
+        self.gate_status = 200
 
     async def _handle(self, request: Request):
         raw = await request.body()
@@ -100,15 +73,6 @@ class ToolHost:
             return JSONResponse({"call": n})
         await asyncio.sleep(3)  # /tools/slow: longer than Heddle's outbound timeout
         return JSONResponse({"late": True})
-
-    def start(self) -> ToolHost:
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
-        return self
-
-    def stop(self) -> None:
-        self.server.should_exit = True
 
     def calls(self, path: str) -> list[Recorded]:
         return [r for r in self.requests if r.path == path]

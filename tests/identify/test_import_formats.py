@@ -183,3 +183,34 @@ async def test_imported_rbi_row_of_a_leased_looking_code_is_not_billed_as_the_sp
     assert leased["result"] == "not_found" and "ADARSH CO-OP BANK" in leased["detail"]
     own = await lookup_in(identifier="HDFC0000001")
     assert own["result"] == "identified" and own["institution"]["address"]["city"] == "MUMBAI"
+
+
+async def test_ten_digit_natwest_numbers_are_checked_once_the_holder_is_known(tmp_path, db_url,
+                                                                               lookup_in):
+    """VocaLink's ten-digit rule names NatWest, not sort codes: inside NatWest's clearing range
+    a ten-digit number that fails is not refused (the code may be an agency bank's); once an
+    EISCD row names NatWest as the holder, it is. 60-16-13 31926819 is the IBAN registry's UK
+    example (GB29 NWBK 6016 1331 9268 19); the ten-digit forms add NatWest's two-digit prefix."""
+    from heddle.errors import HeddleError
+
+    in_range = await lookup_in(identifier="60-16-13", rail="sort_code",
+                               account_number="12-31926818")
+    assert in_range["result"] == "not_found" and "National Westminster" in in_range["detail"]
+    header = (FIXTURES / "eiscd_style_sample.csv").read_text().splitlines()[0]
+    path = tmp_path / "eiscd.csv"
+    path.write_text(header + "\n60-16-13,NWBKGB2L,OXFORD,NATIONAL WESTMINSTER BANK PLC,OXFORD,"
+                             "A,A,A\n")
+    await load(path, "eiscd", db_url)
+    good = await lookup_in(identifier="60-16-13", rail="sort_code", account_number="12-31926819")
+    assert good["result"] == "identified"
+    assert good["institution"]["name"] == "NATIONAL WESTMINSTER BANK PLC"
+    assert good["account"]["number"] == "12-31926819"
+    with pytest.raises(HeddleError) as caught:
+        await lookup_in(identifier="60-16-13", rail="sort_code", account_number="12-31926818")
+    assert caught.value.code == "invalid_identifier"
+    assert caught.value.details["field"] == "account_number"
+    # An agency bank's code inside NatWest's range: its ten-digit number is not NatWest's form.
+    await load(FIXTURES / "eiscd_style_sample.csv", "eiscd", db_url)
+    chase = await lookup_in(identifier="60-84-07", rail="sort_code", account_number="1231926818")
+    assert chase["result"] == "identified"
+    assert chase["institution"]["name"] == "J.P. MORGAN EUROPE LIMITED"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from heddle.identify.uk_modulus import Outcome, check, load_table
+from heddle.identify.uk_modulus import Holder, Outcome, check, load_table, normalise
 
 VALID, INVALID = Outcome.VALID, Outcome.INVALID
 
@@ -66,3 +66,51 @@ async def test_sort_code_rail_refuses_an_account_failing_the_check(lookup, rejec
     assert error.details["field"] == "account_number" and "modulus" in error.message
     data = await lookup(identifier="10-79-99", rail="sort_code", account_number="88837491")
     assert data["account"]["number"] == "88837491"
+
+
+# Non-standard lengths (VocaLink, "Standardising account numbers"). The specification gives no
+# worked example of them, so each form is built from a published 8-digit example: the IBAN
+# registry's UK example GB29 NWBK 6016 1331 9268 19 (NatWest, 60-16-13 31926819) and the
+# specification's example 1 (08-99-99 66374958, a Co-operative Bank code).
+NATWEST = Holder("NATIONAL WESTMINSTER BANK PLC", exact=True)
+COOP = Holder("The Co-operative Bank p.l.c.", exact=True)
+SANTANDER = Holder("Santander UK plc", exact=True)
+
+
+def test_published_examples_hold_in_their_standard_form():
+    assert check("601613", "31926819") is VALID
+    assert check("601613", "31926818") is INVALID
+
+
+@pytest.mark.parametrize("sort_code, account, holder, standard", [
+    ("601613", "926819", None, ("601613", "00926819")),        # six digits: two zeros
+    ("601613", "1926819", None, ("601613", "01926819")),       # seven digits: one zero
+    ("601613", "1231926819", NATWEST, ("601613", "31926819")),  # NatWest: the last eight
+    ("089999", "6637495801", COOP, ("089999", "66374958")),     # Co-op: the first eight
+    ("089990", "966374958", SANTANDER, ("089999", "66374958")),  # Santander: a moves to z
+    ("601613", "1231926819", None, None),                       # ten digits, holder unknown
+    ("601613", "1231926819", Holder("Chase", exact=True), None),  # another bank's form
+    ("089990", "966374958", None, None),                        # nine digits: Santander only
+    ("089990", "966374958", Holder("Coventry Building Society", exact=True), None),
+])
+def test_non_standard_lengths_are_standardised_as_published(sort_code, account, holder, standard):
+    assert normalise(sort_code, account, holder) == standard
+
+
+def test_ten_and_nine_digit_numbers_are_checked_at_their_banks():
+    assert check("601613", "1231926819", holder=NATWEST) is VALID
+    assert check("601613", "1231926818", holder=NATWEST) is INVALID
+    assert check("089999", "6637495801", holder=COOP) is VALID
+    assert check("089999", "6637495901", holder=COOP) is INVALID
+    assert check("089990", "966374958", holder=SANTANDER) is VALID
+    assert check("089990", "966374959", holder=SANTANDER) is INVALID
+
+
+def test_a_clearing_range_alone_never_fails_a_bank_specific_form():
+    """A code known only as inside NatWest's range may be an agency bank's: its ten-digit
+    number passes when it fits NatWest's form, and is otherwise not checked, never refused."""
+    in_range = Holder("National Westminster Bank plc", exact=False)
+    assert check("601613", "1231926819", holder=in_range) is VALID
+    assert check("601613", "1231926818", holder=in_range) is Outcome.NOT_CHECKED
+    # The general rules (6 to 8 digits) do not depend on the holder.
+    assert check("601613", "31926818", holder=in_range) is INVALID

@@ -7,21 +7,14 @@ import asyncio
 import json
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import uvicorn
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
 
-from heddle.auth.jwk_keys import generate_keypair, mint_session_token
-from heddle.toolhost import ReplayCache, ToolHostVerifier
-from support.net import free_port
-
-AUDIENCE = "my-app"
+from support.toolhosts import LoopbackToolHost
 
 AGENT_TOOLS = [
     {"name": "balance", "description": "Balance", "path": "/tools/balance", "connection": "bank"},
@@ -42,30 +35,13 @@ AGENT_TOOLS = [
 ]
 
 
-@dataclass
-class ToolHost:
-    request_secret: str
-    key_id: str
-    requests: list[dict[str, Any]] = field(default_factory=list)
+class ToolHost(LoopbackToolHost):
+    paths = ("/tools/balance", "/tools/slow", "/tools/busy", "/tools/transfer", "/tools/pay")
 
-    def __post_init__(self):
+    def __init__(self, request_secret: str, key_id: str):
+        super().__init__(request_secret, key_id)
+        self.requests: list[dict[str, Any]] = []
         self.gate = threading.Event()
-        self.private_pem, self.jwks = generate_keypair("ES256", "caller-key")
-        app = Starlette(routes=[Route(p, self._handle, methods=["POST"]) for p in (
-            "/tools/balance", "/tools/slow", "/tools/busy", "/tools/transfer", "/tools/pay", "/mint")])
-        verified = ToolHostVerifier(app, request_secret=self.request_secret, audience=AUDIENCE, jwks=self.jwks,
-                                    signature_only_paths={"/mint"}, replay_cache=ReplayCache())
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(verified, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def mint_token(self, subject: str) -> str:
-        return mint_session_token(self.private_pem, kid="caller-key", alg="ES256", key_id=self.key_id,
-                                  subject=subject, audience=("service", AUDIENCE), ttl=120)
 
     async def _handle(self, request: Request):
         body = json.loads(await request.body() or b"{}")
@@ -96,15 +72,6 @@ class ToolHost:
 
     def release(self) -> None:
         self.gate.set()
-
-    def start(self) -> ToolHost:
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
-        return self
-
-    def stop(self) -> None:
-        self.server.should_exit = True
 
 
 @dataclass

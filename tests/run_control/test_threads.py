@@ -106,6 +106,45 @@ def test_delete_thread_leaves_no_row_and_the_ledger_still_balances(caller, toolh
     assert caller.thread() != thread
 
 
+def test_delete_thread_erases_its_webhook_deliveries_delivered_or_pending(caller, toolhost, tenant, server):
+    """A delivery's body is the Run (reply and question text included): erasure deletes it with
+    its attempts, and a pending one is never sent afterwards."""
+    from heddle.webhooks import service as webhook_service
+    from heddle.webhooks.models import WebhookDelivery
+    from support.net import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}/hooks"  # nothing listens: deliveries stay pending
+
+    async def configure(s):
+        await webhook_service.configure(s, tenant.workspace_id, url=dead)
+        await s.commit()
+
+    tenant.run(configure)
+    try:
+        keep = caller.thread("web:bob")
+        kept_run = caller.post(keep, "ask: stay?", "web:bob").json()["data"]["run_id"]
+        caller.wait(kept_run, subject="web:bob")
+        thread, ids = _busy_thread(caller, toolhost)
+        about = WebhookDelivery.body["data"]["thread_id"].as_string()
+
+        def deliveries(thread_id):
+            return tenant.run(lambda s: s.scalar(select(__import__("sqlalchemy").func.count()).where(
+                about == thread_id)))
+
+        wait_until(lambda: deliveries(thread) >= 3)
+        resp = caller.http.delete(f"/v1/loom/threads/{thread}", headers=caller.headers())
+        assert resp.status_code == 200, resp.text
+        assert deliveries(thread) == 0 and deliveries(keep) >= 1  # only that thread's
+        server.flush_request_log()
+        assert _rows_mentioning(tenant, ids) == []
+    finally:
+        async def remove(s):
+            await webhook_service.configure(s, tenant.workspace_id, url="")
+            await s.commit()
+
+        tenant.run(remove)
+
+
 def test_delete_thread_while_a_run_is_busy(caller, toolhost, tenant):
     thread = caller.thread()
     run_id = caller.post(thread, "call: slow {}").json()["data"]["run_id"]

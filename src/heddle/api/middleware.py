@@ -144,7 +144,7 @@ class RequestContextMiddleware:
         if method in _BODY_METHODS and has_body:
             ctype = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
             allowed = {"application/json"}
-            if path in FORM_PATHS:
+            if path in FORM_PATHS or path.startswith("/console/login/"):  # the login page's form
                 allowed.add("application/x-www-form-urlencoded")
             if ctype not in allowed:
                 return HeddleError(

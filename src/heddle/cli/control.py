@@ -1,4 +1,8 @@
-"""Control-plane commands: workspaces, keys, connections, agents and credits."""
+"""Control-plane commands: workspaces, keys, connections, agents and credits.
+
+Thin: each command parses its options and calls heddle.control, the service layer the console
+API calls too, so both give the same answers and refuse the same input.
+"""
 
 from __future__ import annotations
 
@@ -9,56 +13,56 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from heddle.billing import service as billing
 from heddle.cli.config_errors import exit_with, is_settings_error, settings_problem
 from heddle.cli.database import DatabaseMissing
 from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, fail, run_db
 from heddle.config import get_settings
-from heddle.loom import agents as agent_service
+from heddle.control import agents as agents_control
+from heddle.control import credits as credits_control
+from heddle.control import workspaces as ws_control
+from heddle.control.errors import OutboundPolicy
+from heddle.errors import HeddleError
 from heddle.loom.agent_file import AgentFileError, load_agent_file
-from heddle.money import to_credits, to_micro
-from heddle.outbound.safe_http import validate_outbound_url
-from heddle.webhooks import service as webhook_service
-from heddle.workspaces import service as ws_service
 
 workspace_app = typer.Typer(help="Create and configure workspaces.", no_args_is_help=True)
 key_app = typer.Typer(help="Workspace API keys.", no_args_is_help=True)
 connection_app = typer.Typer(help="Connections: hosts of your tools.", no_args_is_help=True)
-agent_app = typer.Typer(help="Agents, from an agent file.", no_args_is_help=True)
+agent_app = typer.Typer(help="Agents, from an agent file; every edit is a new version.", no_args_is_help=True)
 credits_app = typer.Typer(help="Grant and inspect credits.", no_args_is_help=True)
 
-_EXPECTED = (ValueError, LookupError)
+CLI_ACTOR = "cli"  # `created_by` of agent versions made here
 
 
-def _guard(as_json: bool, call):
+def _cli_code(err: HeddleError) -> str:
+    """The CLI's error codes predate the console: keep them (`invalid_url`, `invalid_argument`)."""
+    if err.code == "invalid_request":
+        kinds = {d.get("type") for d in err.details or [] if isinstance(d, dict)}
+        return "invalid_url" if "invalid_url" in kinds else "invalid_argument"
+    return err.code
+
+
+def guarded(as_json: bool, database_url: str | None, work) -> Any:
+    """Run `work(session)` in one transaction; print a refusal the CLI's way and exit 1."""
     try:
-        return call()
+        return run_db(database_url, work)
     except DatabaseMissing as exc:
         fail(str(exc), as_json, code="database_missing")
-    except ws_service.NotFound as exc:
-        fail(str(exc).strip("'\""), as_json, code="not_found")
-    except _EXPECTED as exc:
+    except HeddleError as exc:
+        fail(exc.message, as_json, code=_cli_code(exc))
+    except (ValueError, LookupError) as exc:
         if is_settings_error(exc):  # a bad HEDDLE_* value, not a bad argument
             exit_with(settings_problem(exc))
-        fail(str(exc).strip("'\""), as_json)
+        code = "not_found" if isinstance(exc, LookupError) else "invalid_argument"
+        fail(str(exc).strip("'\""), as_json, code=code)
 
 
 DevFlag = typer.Option(False, "--dev", help="Accept http and loopback/private URLs (local development; the "
                        "server must run with --dev too). Also HEDDLE_OUTBOUND_ALLOW_PRIVATE=true.")
 
 
-def _outbound_url(value: str | None, option: str, dev: bool, as_json: bool) -> str | None:
-    """Check a URL Heddle will call with the same strict rules as the calls themselves, when it
-    is saved rather than when a run first needs it; None or '' (clear) pass through."""
-    if not value:
-        return value
-    allow_private = dev or get_settings().allow_private_outbound
-    try:
-        validate_outbound_url(value, allow_private)
-    except ValueError as exc:
-        hint = "" if allow_private else " To save it for local development, add --dev."
-        fail(f"{option} {value!r} refused: {exc}.{hint}", as_json, code="invalid_url")
-    return value
+def _policy(dev: bool) -> OutboundPolicy:
+    return OutboundPolicy(allow_private=dev or get_settings().allow_private_outbound,
+                          dev_hint="To save it for local development, add --dev.")
 
 
 def known_model_classes() -> list[str]:
@@ -71,12 +75,22 @@ def known_model_classes() -> list[str]:
 def workspace_create(name: str = typer.Option(..., "--name"), credits: float = typer.Option(0, "--credits", min=0),
                      database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     async def work(s):
-        ws = await ws_service.create_workspace(s, name, credits)
-        return {"id": ws.id, "name": ws.name, "balance_credits": to_credits(ws.balance_micro)}
+        data = await ws_control.create(s, name, credits)
+        return {k: data[k] for k in ("id", "name", "balance_credits")}
 
-    data = _guard(as_json, lambda: run_db(database_url, work))
-    emit(data, as_json, lambda d: console.print(f"Created workspace [bold]{d['id']}[/bold] ({d['name']}) "
-                                                f"with {d['balance_credits']} credits."))
+    emit(guarded(as_json, database_url, work), as_json, lambda d: console.print(
+        f"Created workspace [bold]{d['id']}[/bold] ({d['name']}) with {d['balance_credits']} credits."))
+
+
+@workspace_app.command("list")
+def workspace_list(database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+    def human(d: dict[str, Any]) -> None:
+        table = Table("id", "name", "balance", "created")
+        for ws in d["items"]:
+            table.add_row(ws["id"], ws["name"], str(ws["balance_credits"]), ws["created_at"])
+        console.print(table)
+
+    emit(guarded(as_json, database_url, ws_control.list_all), as_json, human)
 
 
 @workspace_app.command("update")
@@ -109,51 +123,26 @@ def workspace_update(
             fail(f"--jwks-file {jwks_file}: {exc}", as_json)
     if realtime not in (None, "on", "off"):
         fail("--realtime must be on or off", as_json)
-    origins = [] if clear_origins else (list(allowed_origin) if allowed_origin else None)
-    jwks_uri = _outbound_url(jwks_uri, "--jwks-uri", dev, as_json)
-    mint_url = _outbound_url(mint_url, "--mint-url", dev, as_json)
-
-    async def work(s):
-        ws = await ws_service.update_workspace(
-            s, workspace, jwks_uri=jwks_uri, jwks_json=jwks_json, allowed_origins=origins,
-            mint_url=mint_url, rotate_request_secret=rotate_request_secret,
-            realtime=None if realtime is None else realtime == "on",
-            rate_limit_per_key=rate_limit_per_key, rate_limit_per_subject=rate_limit_per_subject,
-            retention_days=retention_days)
-        endpoint = await webhook_service.configure(s, workspace, url=webhook_url,
-                                                   rotate_secret=rotate_webhook_secret)
-        return {**ws_service.workspace_dict(ws, reveal_secret=True),
-                **webhook_service.endpoint_fields(endpoint, reveal_secret=True)}
-
-    emit(_guard(as_json, lambda: run_db(database_url, work)), as_json)
+    change = ws_control.SettingsChange(
+        jwks_uri=jwks_uri, jwks=jwks_json, allowed_origins=[] if clear_origins else allowed_origin or None,
+        mint_url=mint_url, realtime=None if realtime is None else realtime == "on",
+        rate_limit_per_key=rate_limit_per_key, rate_limit_per_subject=rate_limit_per_subject,
+        retention_days=retention_days, webhook_url=webhook_url,
+        rotate_request_secret=rotate_request_secret, rotate_webhook_secret=rotate_webhook_secret)
+    emit(guarded(as_json, database_url,
+                 lambda s: ws_control.update(s, workspace, change, _policy(dev), reveal_secrets=True)), as_json)
 
 
 @workspace_app.command("show")
 def workspace_show(workspace: str = typer.Argument(...), database_url: str = DatabaseUrl,
                    as_json: bool = JsonFlag):
-    async def work(s):
-        ws = await ws_service.get_workspace(s, workspace)
-        data = ws_service.workspace_dict(ws, reveal_secret=False)
-        data.update(webhook_service.endpoint_fields(await webhook_service.endpoint_for(s, workspace),
-                                                    reveal_secret=False))
-        data["keys"] = [ws_service.key_dict(k) for k in await ws_service.list_keys(s, workspace)]
-        data["connections"] = [ws_service.connection_dict(c)
-                               for c in await ws_service.list_connections(s, workspace)]
-        data["agents"] = [{"id": a.id, "name": a.name, "model_class": a.model_class}
-                          for a in await agent_service.list_agents(s, workspace)]
-        return data
-
-    emit(_guard(as_json, lambda: run_db(database_url, work)), as_json)
+    emit(guarded(as_json, database_url, lambda s: ws_control.show(s, workspace)), as_json)
 
 
 @key_app.command("create")
 def key_create(workspace: str = typer.Option(..., "--workspace"), mode: str = typer.Option("live", "--mode"),
                database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
-    async def work(s):
-        key, secret = await ws_service.create_key(s, workspace, mode)
-        return {"id": key.id, "secret": secret}
-
-    data = _guard(as_json, lambda: run_db(database_url, work))
+    data = guarded(as_json, database_url, lambda s: ws_control.create_key(s, workspace, mode))
     emit(data, as_json, lambda d: console.print(
         f"Key [bold]{d['id']}[/bold]\nSecret (shown once, keep it on your server): {d['secret']}",
         highlight=False))
@@ -161,41 +150,70 @@ def key_create(workspace: str = typer.Option(..., "--workspace"), mode: str = ty
 
 @key_app.command("revoke")
 def key_revoke(key_id: str = typer.Argument(...), database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
-    async def work(s):
-        key = await ws_service.revoke_key(s, key_id)
-        return {"id": key.id, "revoked": True}
-
-    emit(_guard(as_json, lambda: run_db(database_url, work)), as_json)
+    emit(guarded(as_json, database_url, lambda s: ws_control.revoke_key(s, key_id)), as_json)
 
 
 @connection_app.command("create")
 def connection_create(workspace: str = typer.Option(..., "--workspace"), name: str = typer.Option(..., "--name"),
                       base_url: str = typer.Option(..., "--base-url"), dev: bool = DevFlag,
                       database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
-    base_url = _outbound_url(base_url, "--base-url", dev, as_json)
+    emit(guarded(as_json, database_url,
+                 lambda s: ws_control.create_connection(s, workspace, name, base_url, _policy(dev))), as_json)
 
-    async def work(s):
-        conn = await ws_service.create_connection(s, workspace, name, base_url)
-        return {"id": str(conn.id), "name": conn.name, "base_url": conn.base_url}
 
-    emit(_guard(as_json, lambda: run_db(database_url, work)), as_json)
+def _agent_file(file: Path, as_json: bool):
+    try:
+        return load_agent_file(file), known_model_classes()
+    except (AgentFileError, ValueError) as exc:
+        fail(str(exc), as_json)
 
 
 @agent_app.command("create")
 def agent_create(workspace: str = typer.Option(..., "--workspace"),
                  file: Path = typer.Option(..., "--file", help="Agent file (YAML or JSON)."),
                  database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
-    try:
-        spec = load_agent_file(file)
-        classes = known_model_classes()
-    except (AgentFileError, ValueError) as exc:
-        fail(str(exc), as_json)
+    spec, classes = _agent_file(file, as_json)
+    emit(guarded(as_json, database_url,
+                 lambda s: agents_control.create(s, workspace, spec, classes, created_by=CLI_ACTOR)), as_json)
+
+
+@agent_app.command("update")
+def agent_update(agent: str = typer.Argument(..., help="Agent id (agent_…)"),
+                 file: Path = typer.Option(..., "--file", help="The whole new agent file (YAML or JSON)."),
+                 database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+    """Replace the agent's definition: a new version. Runs already started keep theirs."""
+    spec, classes = _agent_file(file, as_json)
 
     async def work(s):
-        agent = await agent_service.create_agent(s, workspace, spec, classes)
-        return agent_service.agent_dict(agent)
+        found = await agents_control.agent_anywhere(s, agent)
+        return await agents_control.update(s, found, spec, classes, created_by=CLI_ACTOR)
 
-    emit(_guard(as_json, lambda: run_db(database_url, work)), as_json)
+    emit(guarded(as_json, database_url, work), as_json)
+
+
+@agent_app.command("list")
+def agent_list(workspace: str = typer.Option(..., "--workspace"), database_url: str = DatabaseUrl,
+               as_json: bool = JsonFlag):
+    def human(d: dict[str, Any]) -> None:
+        table = Table("id", "name", "model class", "version", "created")
+        for a in d["items"]:
+            table.add_row(a["id"], a["name"], a["model_class"], str(a["version"]), a["created_at"])
+        console.print(table)
+
+    emit(guarded(as_json, database_url, lambda s: agents_control.list_agents(s, workspace)), as_json, human)
+
+
+@agent_app.command("show")
+def agent_show(agent: str = typer.Argument(..., help="Agent id (agent_…)"),
+               version: int | None = typer.Option(None, "--version", min=1, help="Show this version's definition."),
+               database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+    async def work(s):
+        found = await agents_control.agent_anywhere(s, agent)
+        if version is not None:
+            return await agents_control.version(s, found, version)
+        return await agents_control.show(s, found)
+
+    emit(guarded(as_json, database_url, work), as_json)
 
 
 def _ledger_table(d: dict[str, Any]) -> None:
@@ -207,31 +225,18 @@ def _ledger_table(d: dict[str, Any]) -> None:
     console.print(table)
 
 
-async def _credits_view(s, workspace: str) -> dict[str, Any]:
-    ws = await ws_service.get_workspace(s, workspace)
-    entries = await billing.recent_entries(s, workspace)
-    return {"workspace_id": ws.id, "balance_credits": to_credits(ws.balance_micro),
-            "ledger": [billing.entry_dict(e) for e in entries]}
-
-
 @credits_app.command("grant")
 def credits_grant(workspace: str = typer.Argument(...), amount: float = typer.Argument(...),
                   database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     if amount <= 0:
         fail("AMOUNT must be positive", as_json)
-
-    async def work(s):
-        await ws_service.get_workspace(s, workspace)
-        await billing.grant(s, workspace, to_micro(amount))
-        return await _credits_view(s, workspace)
-
-    emit(_guard(as_json, lambda: run_db(database_url, work)), as_json, _ledger_table)
+    emit(guarded(as_json, database_url, lambda s: credits_control.grant(s, workspace, amount)), as_json,
+         _ledger_table)
 
 
 @credits_app.command("show")
 def credits_show(workspace: str = typer.Argument(...), database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
-    emit(_guard(as_json, lambda: run_db(database_url, lambda s: _credits_view(s, workspace))), as_json,
-         _ledger_table)
+    emit(guarded(as_json, database_url, lambda s: credits_control.view(s, workspace)), as_json, _ledger_table)
 
 
 @key_app.command("generate-jwk")

@@ -13,6 +13,7 @@ from heddle.cli.output import DatabaseUrl, JsonFlag, emit, run_db
 from heddle.cli.up import up
 from heddle.cli.webhooks import webhook_app
 from heddle.identify.cli import app as identify_app
+from heddle.operators.cli import app as operator_app
 
 app = typer.Typer(help="Heddle: Identify and Loom, self-hosted.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -22,6 +23,7 @@ app.add_typer(connection_app, name="connection")
 app.add_typer(agent_app, name="agent")
 app.add_typer(credits_app, name="credits")
 app.add_typer(webhook_app, name="webhook")
+app.add_typer(operator_app, name="operator")
 app.command("demo")(demo)
 app.command("up")(up)
 app.add_typer(identify_app, name="identify", help="Identify directories: import official files, show coverage.")

@@ -11,6 +11,7 @@ Positions: sort code u v w x y z, account number a b c d e f g h.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -24,7 +25,7 @@ _EXCEPTION_2_WEIGHTS_G9 = (0, 0, 0, 0, 0, 0, 0, 0, 8, 7, 10, 9, 3, 1)
 class Outcome(StrEnum):
     VALID = "valid"
     INVALID = "invalid"
-    NOT_CHECKED = "not_checked"  # no rule for the sort code, or an account form not covered
+    NOT_CHECKED = "not_checked"  # no rule for the sort code, or an account form not covered here
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,23 +62,66 @@ def load_table() -> Table:
     return Table(tuple(rules), dict(data["substitutions"]), data["as_of"])
 
 
-def normalise(sort_code: str, account: str) -> tuple[str, str] | None:
-    """The (sort code, 8-digit account) the check runs on, or None for a form it does not
-    cover (10-digit accounts: NatWest's and the Co-operative Bank's differ)."""
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Who holds the sort code, as far as the directory knows: `exact` when an entry for that
+    code says so (an imported EISCD row, a curated single code), not when the code only lies
+    in a clearing bank's range."""
+
+    name: str
+    exact: bool
+
+
+# The banks whose non-standard account numbers the specification standardises, by the
+# names directories give them.
+_NATWEST = re.compile(r"national westminster|\bnatwest\b", re.IGNORECASE)
+_COOPERATIVE = re.compile(r"\bco-?operative bank\b", re.IGNORECASE)
+_SANTANDER = re.compile(r"\bsantander\b", re.IGNORECASE)
+
+
+def normalise(sort_code: str, account: str, holder: Holder | None = None) -> tuple[str, str] | None:
+    """The (sort code, 8-digit account) the check runs on, or None for a form the
+    specification does not cover at this sort code.
+
+    VocaLink, "Validating account numbers", section "Standardising account numbers" (non-
+    standard lengths): six digits, prefix two zeros; seven digits, prefix one zero; nine
+    digits, Santander only: the account's first digit replaces the sort code's last, and the
+    account's last eight digits are used; ten digits, National Westminster Bank: the last
+    eight digits (a hyphen after the second digit is ignored), Co-operative Bank: the first
+    eight. The nine- and ten-digit rules name banks, not sort codes, so they apply only where
+    the directory names the sort code's holder; other banks' nine- or ten-digit numbers
+    (Coventry Building Society quotes nine digits, with a different meaning) are not checked.
+    """
     if len(account) in (6, 7):
         return sort_code, account.zfill(8)
     if len(account) == 8:
         return sort_code, account
-    if len(account) == 9:
-        # Santander: the account's first digit replaces the sort code's last.
+    name = holder.name if holder is not None else ""
+    if len(account) == 9 and _SANTANDER.search(name):
         return sort_code[:5] + account[0], account[1:]
+    if len(account) == 10 and _NATWEST.search(name):
+        return sort_code, account[2:]
+    if len(account) == 10 and _COOPERATIVE.search(name):
+        return sort_code, account[:8]
     return None
 
 
-def check(sort_code: str, account: str, table: Table | None = None) -> Outcome:
-    """Modulus-check `account` (6 to 10 digits) at `sort_code` (6 digits)."""
-    table = table or load_table()
-    normalised = normalise(sort_code, account)
+def check(sort_code: str, account: str, table: Table | None = None, *,
+          holder: Holder | None = None) -> Outcome:
+    """Modulus-check `account` (6 to 10 digits) at `sort_code` (6 digits).
+
+    A nine- or ten-digit number standardised on the strength of a clearing bank's range only
+    (`holder.exact` false) is never INVALID: another institution may hold the code (an agency
+    bank inside NatWest's range), and its numbers follow its own form. It is VALID when it
+    passes, else NOT_CHECKED."""
+    outcome = _check(sort_code, account, table or load_table(), holder)
+    if outcome is Outcome.INVALID and len(account) > 8 and not (holder and holder.exact):
+        return Outcome.NOT_CHECKED
+    return outcome
+
+
+def _check(sort_code: str, account: str, table: Table, holder: Holder | None) -> Outcome:
+    normalised = normalise(sort_code, account, holder)
     if normalised is None:
         return Outcome.NOT_CHECKED
     sort_code, account = normalised

@@ -1,4 +1,8 @@
-"""Creating and reading agents (control plane); the engine reads them by id."""
+"""Creating, editing and reading agents (control plane); the engine reads the version a run recorded.
+
+Every edit writes a new `agent_versions` row and bumps `agents.version`; `agents` keeps a copy of
+the current definition so that reads need no join.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +13,15 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle import ids
+from heddle.db.base import utcnow
 from heddle.loom.agent_file import AgentFile, AgentFileError, HostedTool
-from heddle.loom.models import Agent
+from heddle.loom.models import Agent, AgentVersion
 from heddle.timeutil import iso
 from heddle.workspaces.service import get_workspace, resolve_connection
 
 
-async def create_agent(session: AsyncSession, workspace_id: str, spec: AgentFile,
-                       known_model_classes: Iterable[str]) -> Agent:
-    await get_workspace(session, workspace_id)
+async def _check(session: AsyncSession, workspace_id: str, spec: AgentFile,
+                 known_model_classes: Iterable[str]) -> None:
     known = sorted(set(known_model_classes))
     if spec.model_class not in known:
         raise AgentFileError(f"model_class: unknown model class {spec.model_class!r} "
@@ -27,12 +31,47 @@ async def create_agent(session: AsyncSession, workspace_id: str, spec: AgentFile
             if await resolve_connection(session, workspace_id, tool.connection) is None:
                 raise AgentFileError(f"tools.{i}.connection: no connection {tool.connection!r} in "
                                      f"workspace {workspace_id}; create it first")
+
+
+def _version_row(agent: Agent, created_by: str | None) -> AgentVersion:
+    return AgentVersion(agent_id=agent.id, version=agent.version, name=agent.name, model_class=agent.model_class,
+                        instructions=agent.instructions, tools=agent.tools, created_by=created_by,
+                        created_at=utcnow())
+
+
+async def create_agent(session: AsyncSession, workspace_id: str, spec: AgentFile,
+                       known_model_classes: Iterable[str], *, created_by: str | None = None) -> Agent:
+    await get_workspace(session, workspace_id)
+    await _check(session, workspace_id, spec, known_model_classes)
     agent = Agent(id=ids.agent_id(), workspace_id=workspace_id, name=spec.name,
                   model_class=spec.model_class, instructions=spec.instructions,
-                  tools=spec.tool_dicts())
+                  tools=spec.tool_dicts(), version=1, created_at=utcnow())
     session.add(agent)
     await session.flush()
+    session.add(_version_row(agent, created_by))
+    await session.flush()
     return agent
+
+
+async def update_agent(session: AsyncSession, agent: Agent, spec: AgentFile,
+                       known_model_classes: Iterable[str], *, created_by: str | None = None) -> Agent:
+    """A new version with this definition. Runs already started keep executing theirs."""
+    await _check(session, agent.workspace_id, spec, known_model_classes)
+    agent.name, agent.model_class = spec.name, spec.model_class
+    agent.instructions, agent.tools = spec.instructions, spec.tool_dicts()
+    agent.version += 1
+    session.add(_version_row(agent, created_by))
+    await session.flush()
+    return agent
+
+
+async def list_versions(session: AsyncSession, agent_id: str) -> list[AgentVersion]:
+    return list(await session.scalars(
+        select(AgentVersion).where(AgentVersion.agent_id == agent_id).order_by(AgentVersion.version.desc())))
+
+
+async def get_version(session: AsyncSession, agent_id: str, version: int) -> AgentVersion | None:
+    return await session.get(AgentVersion, (agent_id, version))
 
 
 async def get_agent(session: AsyncSession, workspace_id: str, agent_id: str) -> Agent | None:
@@ -52,4 +91,10 @@ def has_unpinned_hosted_tools(agent: Agent) -> bool:
 def agent_dict(agent: Agent) -> dict[str, Any]:
     return {"id": agent.id, "workspace_id": agent.workspace_id, "name": agent.name,
             "model_class": agent.model_class, "instructions": agent.instructions,
-            "tools": agent.tools, "created_at": iso(agent.created_at)}
+            "tools": agent.tools, "version": agent.version, "created_at": iso(agent.created_at)}
+
+
+def version_dict(v: AgentVersion) -> dict[str, Any]:
+    return {"agent_id": v.agent_id, "version": v.version, "name": v.name, "model_class": v.model_class,
+            "instructions": v.instructions, "tools": v.tools, "created_by": v.created_by,
+            "created_at": iso(v.created_at)}

@@ -183,14 +183,15 @@ async def queued_runs(session, thread_id: uuid.UUID) -> list[Run]:
 
 
 async def enqueue(session, auth: AuthContext, thread: Thread, agent_id: str, content: str,
-                  connection_id: uuid.UUID | None, effects: Effects) -> dict[str, Any]:
+                  connection_id: uuid.UUID | None, effects: Effects, *, agent_version: int = 1) -> dict[str, Any]:
     """A queued run and its stored message; it starts when the runs ahead of it have ended."""
     from heddle.loom.serializers import run_dict
 
     now = utcnow()
     position = len(await queued_runs(session, thread.id)) + 1
     run = Run(id=uuid.uuid4(), thread_id=thread.id, workspace_id=auth.workspace_id, agent_id=agent_id,
-              subject=thread.subject, state=QUEUED, connection_id=connection_id, auth_mode=auth.mode,
+              agent_version=agent_version, subject=thread.subject, state=QUEUED, connection_id=connection_id,
+              auth_mode=auth.mode,
               key_id=auth.key_id, session_token=auth.session_token,
               session_token_expires_at=auth.session_token_expires_at, opened_at=now, created_at=now,
               updated_at=now, cost_micro=0, turn_count=0,

@@ -15,14 +15,16 @@ from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.db.base import utcnow
-from heddle.loom.models import Agent, Message, Run, ToolCall
+from heddle.loom.models import AgentVersion, Message, Run, ToolCall
 from heddle.workspaces.models import Workspace
 
 _messages = Message.__table__
 
+# The agent as the run recorded it (`runs.agent_version`): an edit made while a run is under
+# way does not change what that run executes.
 STEP_READ = (
-    select(Run, Agent, Workspace.balance_micro, Workspace.realtime_enabled)
-    .join(Agent, Agent.id == Run.agent_id)
+    select(Run, AgentVersion, Workspace.balance_micro, Workspace.realtime_enabled)
+    .join(AgentVersion, (AgentVersion.agent_id == Run.agent_id) & (AgentVersion.version == Run.agent_version))
     .join(Workspace, Workspace.id == Run.workspace_id)
     .where(Run.id == bindparam("rid", type_=Run.id.type))
 )

@@ -5,7 +5,9 @@ Erasure removes every row of the thread: its messages, queued messages, runs, tu
 calls. Money is kept: ledger rows stay with their amounts (the balance still equals the ledger
 sum), but their references to the erased run, turn or tool call are cut. Request-log rows of
 the workspace keep their status and latency but lose the run reference and the ids in their
-path. A table added later that holds thread data must be added here.
+path. Webhook deliveries about the thread's runs (their bodies hold the Run, its reply and
+question text included) are deleted with their attempts, delivered or still pending: a pending
+one is never sent. A table added later that holds thread data must be added here.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from heddle.loom.models import Message, QueuedMessage, Run, RunEvent, Thread, To
 from heddle.loom.states import TERMINAL
 from heddle.observability.models import RequestLogEntry
 from heddle.timeutil import iso
+from heddle.webhooks.models import WebhookAttempt, WebhookDelivery
 
 ERASED = ":erased"  # what replaces an erased id in a request-log path
 
@@ -78,6 +81,7 @@ async def erase_threads(session, workspace_id: str, thread_ids: list[uuid.UUID],
         # The stored SSE log holds message text too (SQLite does not enforce its ON DELETE CASCADE).
         await session.execute(delete(RunEvent).where(RunEvent.run_id.in_(run_ids)))
     await _redact_paths(session, workspace_id, [*thread_ids, *run_ids])
+    await _delete_webhook_deliveries(session, workspace_id, thread_ids)
     await session.execute(delete(QueuedMessage).where(QueuedMessage.thread_id.in_(thread_ids)))
     out.messages = (await session.execute(delete(Message).where(Message.thread_id.in_(thread_ids)))).rowcount
     if run_ids:
@@ -91,6 +95,17 @@ async def erase_threads(session, workspace_id: str, thread_ids: list[uuid.UUID],
         if run.state not in TERMINAL:
             effects.start(run.id)  # nudges an executor still on it: its model call is abandoned
     return out
+
+
+async def _delete_webhook_deliveries(session, workspace_id: str, thread_ids: list[uuid.UUID]) -> None:
+    """Deliveries whose body is a Run of these threads (`data.thread_id`), and their attempts."""
+    about = WebhookDelivery.body["data"]["thread_id"].as_string()
+    deliveries = select(WebhookDelivery.id).where(WebhookDelivery.workspace_id == workspace_id,
+                                                  about.in_([str(t) for t in thread_ids]))
+    await session.execute(delete(WebhookAttempt).where(WebhookAttempt.delivery_id.in_(deliveries))
+                          .execution_options(synchronize_session=False))
+    await session.execute(delete(WebhookDelivery).where(WebhookDelivery.id.in_(deliveries))
+                          .execution_options(synchronize_session=False))
 
 
 async def _redact_paths(session, workspace_id: str, ids: list[uuid.UUID]) -> None:

@@ -36,6 +36,25 @@ class Agent(Base):
     model_class: Mapped[str] = mapped_column(String(100))
     instructions: Mapped[str] = mapped_column(Text, default="")
     tools: Mapped[list[Any]] = mapped_column(JSON, default=list)  # validated ToolDefinition dicts
+    # The current version: the columns above are a copy of agent_versions' row for it, so reads
+    # of an agent need no join. Every edit adds a version (heddle/control/agents.py).
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class AgentVersion(Base):
+    """One definition an agent had. Never changed once written: a run executes the version it
+    recorded when it started (`runs.agent_version`), even if the agent is edited meanwhile."""
+
+    __tablename__ = "agent_versions"
+
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    name: Mapped[str] = mapped_column(String(200))
+    model_class: Mapped[str] = mapped_column(String(100))
+    instructions: Mapped[str] = mapped_column(Text, default="")
+    tools: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_by: Mapped[str | None] = mapped_column(String(320), nullable=True)  # "cli" or an operator's email
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -75,12 +94,16 @@ class Run(Base):
     __table_args__ = (
         Index("ix_runs_thread_id_created_at", "thread_id", "created_at"),
         Index("ix_runs_state", "state"),
+        # The console's runs page: a workspace's runs newest first, and those changed since.
+        Index("ix_runs_workspace_created", "workspace_id", "created_at"),
+        Index("ix_runs_workspace_updated", "workspace_id", "updated_at"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     thread_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("threads.id"))
     workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id"), index=True)
     agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id"))
+    agent_version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # what it executes
     subject: Mapped[str] = mapped_column(String(300))
     state: Mapped[str] = mapped_column(String(20))
     connection_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)

@@ -139,7 +139,8 @@ async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str,
         # Busy: a run is working, or messages already wait their turn (see loom/control.py).
         if if_busy == "enqueue":
             connection_id = await _resolve_run_connection(session, auth, agent)
-            return await control.enqueue(session, auth, thread, agent.id, content, connection_id, effects)
+            return await control.enqueue(session, auth, thread, agent.id, content, connection_id, effects,
+                                         agent_version=agent.version)
         if if_busy != "interrupt":
             busy_id = active.id if active is not None else queue_head
             state = active.state if active is not None else "queued"
@@ -166,7 +167,8 @@ async def post_message(session: AsyncSession, auth: AuthContext, thread_id: str,
         connection_id = await _resolve_run_connection(session, auth, agent)
         now = utcnow()
         run_row = dict(id=uuid.uuid4(), thread_id=thread.id, workspace_id=auth.workspace_id, agent_id=agent.id,
-                       subject=thread.subject, state=RUNNING, connection_id=connection_id, auth_mode=auth.mode,
+                       agent_version=agent.version, subject=thread.subject, state=RUNNING,
+                       connection_id=connection_id, auth_mode=auth.mode,
                        key_id=auth.key_id, session_token=auth.session_token,
                        session_token_expires_at=auth.session_token_expires_at, opened_at=now, created_at=now,
                        updated_at=now, cost_micro=0, turn_count=0)

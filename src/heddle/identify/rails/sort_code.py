@@ -72,6 +72,16 @@ def _most_specific(code: str, ctx: LookupContext) -> SortCodeRange | None:
     return None
 
 
+def _holder(match: SortCodeMatch | None, entry: SortCodeRange | None) -> uk_modulus.Holder | None:
+    """Who holds the code, for the modulus check's bank-specific account forms (9 and 10
+    digits): exactly from an entry for the code, else only as the range's clearing bank."""
+    if match is not None:
+        return uk_modulus.Holder(match.institution.name, exact=True)
+    if entry is not None and entry.institution is not None and not entry.shared_by:
+        return uk_modulus.Holder(entry.institution.name, exact=False)
+    return None
+
+
 class SortCodeRail:
     rail: ClassVar[Rail] = Rail.SORT_CODE
     countries: ClassVar[frozenset[str] | None] = COUNTRIES
@@ -88,15 +98,16 @@ class SortCodeRail:
     def lookup(self, code: str, account_number: str | None, ctx: LookupContext) -> RailOutcome:
         # UK account numbers are 8 digits; 6 to 10 are accepted as some banks still quote them.
         account = digits_account(self.rail, account_number, range(6, 11), "A UK account number")
-        if account is not None and uk_modulus.check(code, account) is uk_modulus.Outcome.INVALID:
+        match = lookup_sort_code(code, ctx)
+        entry = clearing_range(code, ctx)
+        if account is not None and uk_modulus.check(
+                code, account, holder=_holder(match, entry)) is uk_modulus.Outcome.INVALID:
             raise invalid(self.rail, f"The account number fails the UK modulus check for sort "
                                      f"code {written(code)}: it has a typo or belongs to another "
                                      "sort code.", field="account_number")
-        match = lookup_sort_code(code, ctx)
         if match is not None:
             return identified(self.rail, match.institution, rails=match.rails,
                               account_number=account)
-        entry = clearing_range(code, ctx)
         if entry is not None and entry.shared_by:
             names = " and ".join(entry.shared_by)
             return not_found(self.rail, f"Sort codes {written(entry.start)} to {written(entry.end)} "

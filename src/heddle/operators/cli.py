@@ -1,0 +1,81 @@
+"""`heddle operator …`: the people who may use the console, and their one-time login links."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit
+from heddle.config import get_settings
+from heddle.operators import service
+
+app = typer.Typer(help="Console operators and their login links.", no_args_is_help=True)
+
+EmailOption = typer.Option(..., "--email", help="The operator's email address (case does not matter).")
+
+
+def _link(token: str) -> str:
+    return service.login_url(get_settings().console_base_url(), token)
+
+
+def _print_link(d: dict) -> None:
+    minutes = int(get_settings().console_link_ttl // 60)
+    console.print(f"Operator [bold]{d['email']}[/bold] ({d['id']}). One-time login link, valid "
+                  f"{minutes} minutes:\n{d['login_url']}", highlight=False, soft_wrap=True)
+
+
+@app.command("create")
+def create(email: str = EmailOption, database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+    """Add an operator and print a one-time login link."""
+    from heddle.cli.control import guarded
+
+    async def work(s):
+        op = await service.create_operator(s, email)
+        token = await service.new_login_token(s, op, get_settings().console_link_ttl)
+        return {"id": op.id, "email": op.email, "login_url": _link(token)}
+
+    emit(guarded(as_json, database_url, work), as_json, _print_link)
+
+
+@app.command("login-link")
+def login_link(email: str = EmailOption, database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+    """A new one-time login link for an existing operator."""
+    from heddle.cli.control import guarded
+
+    async def work(s):
+        op = await service.by_email(s, email)
+        token = await service.new_login_token(s, op, get_settings().console_link_ttl)
+        return {"id": op.id, "email": op.email, "login_url": _link(token)}
+
+    emit(guarded(as_json, database_url, work), as_json, _print_link)
+
+
+@app.command("list")
+def list_(database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+    """Every operator, with when it was disabled (if it was)."""
+    from heddle.cli.control import guarded
+
+    async def work(s):
+        return {"items": [service.operator_dict(op) for op in await service.list_operators(s)]}
+
+    def human(d: dict) -> None:
+        table = Table("id", "email", "created", "disabled")
+        for op in d["items"]:
+            table.add_row(op["id"], op["email"], op["created_at"], op["disabled_at"] or "")
+        console.print(table)
+
+    emit(guarded(as_json, database_url, work), as_json, human)
+
+
+@app.command("disable")
+def disable(email: str = EmailOption, database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+    """Disable an operator: its sessions end now and its links stop working."""
+    from heddle.cli.control import guarded
+
+    async def work(s):
+        op = await service.by_email(s, email)
+        ended = await service.disable(s, op)
+        return {**service.operator_dict(op), "sessions_ended": ended}
+
+    emit(guarded(as_json, database_url, work), as_json,
+         lambda d: console.print(f"Disabled {d['email']}; {d['sessions_ended']} session(s) ended."))

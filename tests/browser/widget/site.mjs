@@ -1,0 +1,54 @@
+// Shared by the widget's browser tests: the example site's login, the widget's parts (Playwright
+// CSS pierces the widget's open shadow root), and a log of the widget's events in page order.
+export const SITE = process.env.SITE_URL;
+
+// Records every heddle-chat:* event the widget dispatches, with a sequence number, before any
+// page script runs: the tests read the order of deltas and messages from it.
+export async function recordEvents(context) {
+  await context.addInitScript(() => {
+    window.__events = [];
+    for (const name of ["ready", "message", "delta", "run", "approval", "outcome", "connection", "error"]) {
+      document.addEventListener(`heddle-chat:${name}`, (e) => window.__events.push({ name, detail: e.detail, at: window.__events.length }));
+    }
+  });
+}
+
+export async function login(page, user = "alice", password = "wonderland") {
+  await page.goto(`${SITE}/login`);
+  await page.fill("#username", user);
+  await page.fill("#password", password);
+  await Promise.all([page.waitForURL(`${SITE}/`), page.click("button[type=submit]")]);
+  await page.waitForFunction(() => window.__events && window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+}
+
+export const ui = {
+  input: "#chat .hc-input",
+  send: "#chat .hc-send",
+  stop: "#chat .hc-stop",
+  log: "#chat .hc-log",
+  alert: "#chat .hc-alert",
+  conn: "#chat .hc-conn",
+  card: "#chat .hc-card:not(.hc-card-done)",
+  assistant: "#chat .hc-assistant:not(.hc-streaming)",
+};
+
+export async function events(page, name) {
+  return page.evaluate((n) => window.__events.filter((e) => !n || e.name === n), name);
+}
+
+/** Wait for a final assistant message containing `text`, among the events from `since` on. */
+export async function waitForReply(page, text, since = 0, timeout = 30000) {
+  const handle = await page.waitForFunction(([t, from]) => {
+    const m = window.__events.find((e) => e.at >= from && e.name === "message" && e.detail.role === "assistant" && e.detail.content.includes(t));
+    return m && m.detail;
+  }, [text, since], { timeout });
+  return handle.jsonValue();
+}
+
+/** Type into the widget and press Enter; returns the event count before it (for waitForReply). */
+export async function typeAndSend(page, text) {
+  const since = await page.evaluate(() => window.__events.length);
+  await page.fill(ui.input, text);
+  await page.press(ui.input, "Enter");
+  return since;
+}

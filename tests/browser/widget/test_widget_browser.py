@@ -1,0 +1,187 @@
+"""The chat widget in Chromium, against a real Heddle server and the real example site
+(examples/web_chat: its own login, mint endpoint and tool host), all on loopback ports.
+
+Each scenario is a Node script here (driving Chromium through playwright-core) that logs in as
+its own user of the site, so the scenarios share one server but never a conversation.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from heddle.billing import service as billing
+from heddle.workspaces import service as ws_service
+
+HELP_START = "I am the scripted model."
+
+# Each module starts Heddle and the example site (a subprocess that runs the heddle CLI).
+pytestmark = pytest.mark.slow
+
+
+def run(run_browser, site, script: str, user: str, **env: str) -> dict:
+    site = {"SITE_URL": site["SITE_URL"], "HEDDLE_URL": site["HEDDLE_URL"]}
+    report = run_browser(f"widget/{script}", env={**site, "USER_NAME": user, "USER_PASSWORD": f"pw-{user}", **env})
+    assert not [e for e in report["console_errors"] if e.startswith("pageerror")], report["console_errors"]
+    return report
+
+
+@pytest.fixture(autouse=True)
+def _built(built_web):
+    """Every browser test here needs the built widget."""
+
+
+def test_streamed_reply_and_history_after_reload(run_browser, site):
+    r = run(run_browser, site, "stream.mjs", "stream")
+    assert r["delta_count"] > 10  # the scripted model streams word by word
+    assert r["deltas_before_final"] is True
+    assert r["joined"] == r["final"] == r["bubble_text"]
+    assert r["final"].startswith(HELP_START)
+    # Mid-stream the bubble showed a part of the reply, hidden from screen readers until whole.
+    assert r["partial"]["hidden"] == "true" and HELP_START.startswith(r["partial"]["text"].removeprefix("Assistant: ")[:10])
+    assert r["still_streaming"] == 0
+    assert r["thread_after_reload"] == r["thread_id"]
+    assert r["history"] == ["hello", r["final"]]
+    shots = Path(os.environ.get("HEDDLE_SCREENSHOTS", Path(__file__).parents[1] / "screenshots"))
+    assert (shots / "widget-stream-done.png").read_bytes()[:4] == b"\x89PNG"
+    assert r["theme"] == {"bg": "rgb(16, 20, 24)", "fg": "rgb(232, 234, 237)", "send": "rgb(194, 24, 91)",
+                          "bubble": "rgb(36, 42, 49)", "size": "17px"}
+
+
+def test_question_is_answered_by_the_next_message_and_stop_cancels(run_browser, site):
+    r = run(run_browser, site, "question.mjs", "question")
+    assert "next message answers it" in r["hint"]
+    assert r["answer"] == "You said: Ada Lovelace"
+    assert r["answer_run"] == r["question_run"]  # the same run resumed
+    assert r["hint_after"] is False and r["errors"] == []
+    assert r["cancelled"]["code"] == "cancelled"
+    assert r["stop_hidden"] is True and r["notice"] == "Stopped." and r["alert_hidden"] is True
+
+
+@pytest.mark.parametrize("decision", ["Approve", "Deny", "Message"])
+def test_tool_behind_approve_when(run_browser, site, decision):
+    r = run(run_browser, site, "approval.mjs", decision.lower(), DECISION=decision)
+    assert r["card_heading"] == "Approve “send transfer”?"
+    assert r["card_fields"] == ["250", "Ada", "high"]
+    pending = r["pending"]
+    assert pending["type"] == "approval" and pending["tool_calls"][0]["approval"]["why"] == "amount 250 is above 100"
+    assert r["focused"] == r["card_heading"]  # the focus moved to the card
+    assert r["run_state"] == "closed"
+    if decision == "Message":
+        assert r["answers"] == [] and r["card_result"] == "Declined: you sent a message instead."
+        assert r["reply"].startswith(HELP_START)  # the message was the run's next input
+        return
+    assert r["answers"][0]["detail"]["approved"] is (decision == "Approve")
+    assert r["focus_after"] == "hc-input"
+    if decision == "Approve":
+        assert r["card_result"] == "Approved."
+        assert '"patch_ref": "tr_' in r["reply"]  # the tool host made the transfer
+    else:
+        assert r["card_result"] == "Denied."
+        assert '"declined": true' in r["reply"] and "patch_ref" not in r["reply"]
+
+
+def test_confirm_tool_outcome_card(run_browser, site):
+    r = run(run_browser, site, "outcome.mjs", "outcome")
+    assert r["state"] == "awaiting_outcome"
+    assert r["card_heading"] == "Did “schedule transfer” go through?" and "reference tr_" in r["card_text"]
+    assert r["busy_alert"].startswith("First tell the assistant whether the action above went through")
+    assert r["kept_in_box"] == "is it done?"
+    assert r["reply"] == "schedule_transfer: occurred."
+    assert r["card_result"] == "Confirmed: it went through."
+
+
+def test_reconnects_and_catches_up_after_the_socket_drops(run_browser, site):
+    r = run(run_browser, site, "reconnect.mjs", "reconnect")
+    assert r["status_while_down"] in ("Reconnecting…", "Connection lost, reconnecting…")
+    assert r["question_while_down"] == "Still there?"  # followed without the socket
+    assert r["seen_while_down"] is False  # the other tab's answer could not reach this tab...
+    assert r["caught_up"] == "You said: Yes, from the other tab"  # ...until it reconnected
+    assert r["status_after"] == "Live" and r["socket_attempts"] >= 2
+    assert r["deltas_after_reconnect"] > 10  # streaming live again
+    assert len(r["messages"]) == len(set(r["messages"])) == 8  # nothing lost, nothing twice
+    assert r["texts"][2:6] == ["ask: Still there?", "Still there?", "Yes, from the other tab",
+                               "You said: Yes, from the other tab"]
+
+
+def test_keyboard_only_and_accessible_names(run_browser, site):
+    r = run(run_browser, site, "keyboard.mjs", "keys")
+    a = r["a11y"]
+    assert r["empty_note"] == "No messages yet. Say hello to start."
+    assert (a["log_role"], a["log_live"], a["log_label"]) == ("log", "polite", "Acme Bank assistant")
+    assert a["input_label"] == "Message" and "Shift+Enter" in a["input_help"]
+    assert (a["status_role"], a["alert_role"]) == ("status", "alert")
+    assert r["multiline_value"] == "line one\nline two"
+    assert r["sent"] == ["line one\nline two"]  # Shift+Enter did not send; Enter did
+    assert r["focus_after_send"]["cls"] == "hc-input"
+    assert r["focus_on_card"]["cls"] == "hc-card-title"
+    assert r["next_after_card"]["text"] == "Approve"
+    assert '"patch_ref": "tr_' in r["reply"]
+    assert r["focus_after_card"]["cls"] == "hc-input"
+
+
+def test_readable_errors(run_browser, site):
+    r = run(run_browser, site, "errors.mjs", "errors")
+    assert r["mint_down"].startswith("Couldn't sign you in to the chat")
+    assert r["mint_down_status"] == "Not connected"
+    assert r["error_events"][0]["kind"] == "token"
+    assert r["alert_hidden_after_retry"] is True
+    assert r["network_down"].startswith("Can't reach the chat service")
+    assert r["failed_bubbles"] == 1
+    assert r["user_bubbles"].count("hello through a flaky network") == 1  # re-sent once, shown once
+    assert r["run_error"] == {"code": "model_error", "message": "the model provider is down"}
+    assert r["run_failed"] == "The assistant could not finish its reply. Try again in a moment."
+    for text in (r["mint_down"], r["network_down"], r["run_failed"]):
+        assert "Error" not in text and "undefined" not in text and "{" not in text
+
+
+def test_token_is_reminted_before_expiry_and_after_a_401(run_browser, site):
+    r = run(run_browser, site, "token.mjs", "token")
+    assert r["mints_at_start"] == 1  # one token served every call of the first two minutes
+    assert r["mints_after_expiry"] == 2 and r["unauthorized_before_401_test"] == 0
+    # The refused post, a new token, the same post again (accepted).
+    assert r["refused"] == 2 and "post,mint,post" in ",".join(r["sequence_for_401"])
+    assert r["alert_hidden"] is True
+    assert r["user_messages"] == ["hello", "ask: Still valid?", "Yes"]
+
+
+def test_polls_when_realtime_is_off(run_browser, site):
+    server, workspace = site["server"], site["setup"]["workspace_id"]
+
+    async def realtime(on: bool):
+        async with server.services.database().transaction() as s:
+            await ws_service.update_workspace(s, workspace, realtime=on)
+
+    server.call(realtime(False))
+    try:
+        r = run(run_browser, site, "polling.mjs", "polling")
+    finally:
+        server.call(realtime(True))
+    assert r["status"] == "Checking for replies" and r["sockets"] == 0
+    assert r["answer"] == "You said: It does" and r["deltas"] == 0
+
+
+def test_out_of_credits_is_said_plainly(run_browser, site):
+    """Last in this module: it drains the shared workspace, then gives the credits back."""
+    server, workspace = site["server"], site["setup"]["workspace_id"]
+
+    async def drain():
+        async with server.services.database().transaction() as s:
+            balance = await billing.balance_micro(s, workspace)
+            await billing.charge(s, workspace, balance, reason="test: out of credits")
+            return balance
+
+    async def refill(amount):
+        async with server.services.database().transaction() as s:
+            await billing.grant(s, workspace, amount)
+
+    balance = server.call(drain())
+    try:
+        r = run(run_browser, site, "credits.mjs", "credits")
+    finally:
+        server.call(refill(balance))
+    assert r["alert"].startswith("The assistant is unavailable right now: this service has run out of credits.")
+    assert r["error"]["code"] == "insufficient_credits"
+    assert r["children_after_unmount"] == 0

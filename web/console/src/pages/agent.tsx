@@ -1,0 +1,100 @@
+// One agent: its definition, editing it as a new version, and its version history.
+import { useEffect, useState } from "preact/hooks";
+import { api } from "../api";
+import { Card, ErrorBox, Loading, Notice, PageHead, RawJson, useAction, useApi } from "../components";
+import { when } from "../format";
+import { Link } from "../router";
+import { AgentEditor, agentBody } from "./agent_editor";
+import { KeyValues } from "./run_trace";
+
+type Obj = Record<string, any>;
+
+function definition(a: Obj): string {
+  return JSON.stringify({ name: a.name, model_class: a.model_class, instructions: a.instructions, tools: a.tools || [] }, null, 2);
+}
+
+export function AgentPage({ ws, agent }: { ws: string; agent: string }) {
+  const { data, error, loading, setData } = useApi<Obj>(`/workspaces/${ws}/agents/${agent}`);
+  const [text, setText] = useState("");
+  const [parseError, setParseError] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [viewing, setViewing] = useState<Obj | null>(null);
+  useEffect(() => { if (data) setText(definition(data)); }, [data?.id, data?.version]);
+
+  const save = useAction(async () => {
+    setNotice(null);
+    const body = agentBody(text, setParseError);
+    if (!body) return;
+    await api<Obj>("PUT", `/workspaces/${ws}/agents/${agent}`, body);
+    // Read it back for the version list.
+    const fresh = await api<Obj>("GET", `/workspaces/${ws}/agents/${agent}`);
+    setData(fresh); setViewing(null);
+    setNotice(`Saved as version ${fresh.version}. New runs use it; earlier runs keep the version they ran.`);
+  });
+  const view = useAction(async (n: number) => setViewing(await api<Obj>("GET", `/workspaces/${ws}/agents/${agent}/versions/${n}`)));
+
+  if (!data) return (
+    <div>
+      <p class="crumbs"><Link href={`/w/${ws}/settings/agents`}>Agents</Link> <span aria-hidden="true">/</span> <span class="mono">{agent}</span></p>
+      <PageHead title="Agent" sub={<span class="mono">{agent}</span>} />
+      {loading && <Loading what="Loading the agent" />}<ErrorBox error={error} />
+    </div>
+  );
+  const versions: Obj[] = [...(data.versions || [])].sort((a, b) => b.version - a.version);
+  return (
+    <div>
+      <p class="crumbs"><Link href={`/w/${ws}/settings/agents`}>Agents</Link> <span aria-hidden="true">/</span> {data.name}</p>
+      <PageHead title={data.name} sub={<><span class="mono">{data.id}</span> · version {data.version ?? "—"} · {data.model_class}</>}
+        actions={<Link class="btn" href={`/w/${ws}/runs?agent=${encodeURIComponent(data.id)}`}>See its runs</Link>} />
+      <div class="two-col two-col-wide">
+        <div>
+          <Card title="Definition">
+            <h3 class="sub">Instructions</h3>
+            <p class="pre-wrap">{data.instructions || <span class="muted">(none)</span>}</p>
+            <h3 class="sub">Tools</h3>
+            {(data.tools || []).length === 0 ? <p class="muted">No tools.</p> : (
+              <table class="table" aria-label="Tools">
+                <thead><tr><th scope="col">Tool</th><th scope="col">Kind</th><th scope="col">Details</th></tr></thead>
+                <tbody>{data.tools.map((t: Obj, i: number) => (
+                  <tr key={i}><td class="mono">{t.name || t.builtin}</td><td>{t.builtin ? "built-in" : "hosted"}</td>
+                    <td><KeyValues value={Object.fromEntries(Object.entries(t).filter(([k]) => k !== "name" && k !== "builtin"))} /></td></tr>))}
+                </tbody>
+              </table>
+            )}
+          </Card>
+          <Card title="Edit (saves a new version)">
+            <form onSubmit={(e) => { e.preventDefault(); save.run(); }}>
+              <AgentEditor value={text} onInput={setText} parseError={parseError} label="Agent file (JSON or YAML)" />
+              <div class="form-actions">
+                <button class="btn btn-primary" disabled={save.busy}>{save.busy ? "Saving…" : "Save new version"}</button>
+                <button type="button" class="btn btn-ghost" onClick={() => { setText(definition(data)); setParseError(null); }}>Reset</button>
+              </div>
+            </form>
+            <ErrorBox error={save.error} title="Not saved" />
+            <Notice message={notice} onClose={() => setNotice(null)} />
+          </Card>
+        </div>
+        <div>
+          <Card title="Version history">
+            <ol class="versions" aria-label="Versions, newest first">
+              {versions.map((v) => (
+                <li key={v.version} class={v.version === data.version ? "current" : ""}>
+                  <button type="button" class="btn-link" onClick={() => view.run(v.version)} aria-label={`Show version ${v.version}`}>Version {v.version}</button>
+                  {v.version === data.version && <span class="badge badge-green">current</span>}
+                  <div class="small muted">{when(v.created_at)}{v.created_by ? ` · ${v.created_by}` : ""}</div>
+                </li>
+              ))}
+            </ol>
+            <ErrorBox error={view.error} />
+          </Card>
+          {viewing && (
+            <Card title={`Version ${viewing.version}`} actions={<button type="button" class="btn btn-small" onClick={() => { setText(definition(viewing)); }}>Load into editor</button>}>
+              <pre class="code small">{definition(viewing)}</pre>
+            </Card>
+          )}
+        </div>
+      </div>
+      <RawJson value={data} />
+    </div>
+  );
+}

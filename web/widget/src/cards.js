@@ -1,0 +1,112 @@
+// Cards for a run that waits on the person: approve/deny a tool call before it is made
+// (`pending.type = "approval"`), or confirm whether a started action went through
+// (`awaiting_outcome`, the outcome a direct-mode caller may post).
+
+const pretty = (name) => String(name || "action").replace(/_/g, " ");
+
+function fields(call) {
+  const out = Object.entries(call.args || {}).map(([k, v]) => [pretty(k), typeof v === "string" ? v : JSON.stringify(v)]);
+  if (call.risk) out.push(["risk", call.risk]);
+  return out;
+}
+
+export class Cards {
+  constructor(chat) {
+    this.chat = chat;
+    this.open = new Map(); // tool call id -> {card, runId}
+  }
+
+  /** Show a card for each call the run waits on; settle cards of calls no longer pending. */
+  sync(run) {
+    const pending = run && run.pending && (run.pending.type === "approval" || run.pending.type === "outcome")
+      ? run.pending.tool_calls.filter((c) => c.status === "awaiting_approval" || c.status === "awaiting_outcome")
+      : [];
+    const ids = new Set(pending.map((c) => c.id));
+    for (const [id, entry] of this.open) {
+      if (!ids.has(id) && (!run || entry.runId === run.id || run.terminal)) {
+        // The run's update may arrive before our own POST's answer: say what was chosen.
+        if (!entry.answered) entry.card.done(entry.choice || (run && run.terminal && run.state === "failed" ? "No longer needed: the reply stopped." : "Answered."));
+        this.open.delete(id);
+      }
+    }
+    let first = null;
+    for (const call of pending) {
+      if (this.open.has(call.id)) continue;
+      const entry = run.pending.type === "approval" ? this.approval(run, call) : this.outcome(run, call);
+      this.open.set(call.id, entry);
+      first = first || entry;
+    }
+    // Move focus to a new card only when the person is already in the widget (never steal it
+    // from the page); the heading is focused, so nothing is approved by a stray Enter.
+    if (first && this.chat.view.hasFocus()) first.card.title.focus();
+  }
+
+  /** A message sent while calls await approval declines them (Heddle's rule): say so on the cards. */
+  declineByMessage() {
+    for (const entry of this.open.values()) {
+      if (entry.kind === "approval" && !entry.answered) entry.choice = "Declined: you sent a message instead.";
+    }
+  }
+
+  approval(run, call) {
+    const entry = { runId: run.id, answered: false, kind: "approval" };
+    entry.card = this.chat.view.card({
+      heading: `Approve “${pretty(call.name)}”?`,
+      text: "The assistant wants to do this. Nothing happens unless you approve it.",
+      fields: fields(call),
+      actions: [
+        { label: "Approve", primary: true, onClick: () => this.answer(entry, call, "approval", { approved: true }, "Approved.") },
+        { label: "Deny", onClick: () => this.answer(entry, call, "approval", { approved: false }, "Denied.") },
+      ],
+    });
+    return entry;
+  }
+
+  outcome(run, call) {
+    const entry = { runId: run.id, answered: false };
+    const ref = call.patch_ref ? ` (reference ${call.patch_ref})` : "";
+    entry.card = this.chat.view.card({
+      heading: `Did “${pretty(call.name)}” go through?`,
+      text: call.patch_ref
+        ? `It was started${ref}. Tell the assistant whether it went through.`
+        : "Its result is not known. Tell the assistant whether it happened.",
+      fields: fields(call),
+      actions: [
+        { label: "Yes, it went through", primary: true, onClick: () => this.answer(entry, call, "outcome", { state: "occurred" }, "Confirmed: it went through.") },
+        { label: "No, it failed", onClick: () => this.answer(entry, call, "outcome", { state: "failed" }, "Marked as failed.") },
+      ],
+    });
+    return entry;
+  }
+
+  async answer(entry, call, kind, body, result) {
+    const { chat } = this;
+    const hadFocus = chat.view.hasFocus();
+    entry.card.busy(true);
+    entry.choice = result;
+    try {
+      const run = await chat.api.post(`/v1/loom/runs/${entry.runId}/${kind}`, { tool_call_id: call.id, ...body },
+        { networkRetries: 2 });
+      entry.answered = true;
+      entry.card.done(result);
+      chat.emit(kind, { run_id: entry.runId, tool_call_id: call.id, ...body });
+      chat.handleRun(run);
+    } catch (err) {
+      entry.card.busy(false);
+      entry.choice = null;
+      if (err.code === "run_not_awaiting_approval" || err.code === "run_not_awaiting_outcome") {
+        entry.answered = true;
+        entry.card.done("Already answered.");
+        chat.catchUp();
+      } else {
+        chat.fail(err, () => this.answer(entry, call, kind, body, result));
+        if (hadFocus) entry.card.buttons[0].focus();
+        return;
+      }
+    }
+    if (hadFocus) {
+      const next = [...this.open.values()].find((e) => !e.answered);
+      (next ? next.card.title : chat.view.input).focus();
+    }
+  }
+}

@@ -1,0 +1,209 @@
+// The widget's DOM, inside an open shadow root so the host page's CSS cannot break it (and it
+// cannot break the page); CSS custom properties (--heddle-chat-*) still inherit through it, which
+// is how a page themes it. No innerHTML anywhere: every text goes in as text.
+import css from "./styles.css";
+
+let counter = 0;
+const uid = (prefix) => `${prefix}-${++counter}`;
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v == null || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k === "text") el.textContent = v;
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const child of children.flat(Infinity)) if (child != null) el.append(child);
+  return el;
+}
+
+function adoptStyles(root) {
+  // A constructed stylesheet is not an inline <style>, so a host page's strict CSP allows it.
+  try {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(css);
+    root.adoptedStyleSheets = [sheet];
+  } catch {
+    root.append(h("style", { text: css }));
+  }
+}
+
+export class View {
+  constructor(host, { title, placeholder }) {
+    this.host = host;
+    this.root = host.shadowRoot || host.attachShadow({ mode: "open" });
+    this.root.replaceChildren();
+    adoptStyles(this.root);
+    this.placeholder = placeholder;
+    const titleId = uid("hc-title");
+    const hintId = uid("hc-hint");
+    const keysId = uid("hc-keys");
+    const inputId = uid("hc-input");
+    this.title = h("h2", { class: "hc-title", id: titleId, part: "title", text: title });
+    this.conn = h("span", { class: "hc-conn", role: "status", "data-state": "connecting", part: "status", text: "Connecting…" });
+    this.log = h("div", {
+      class: "hc-log", role: "log", "aria-live": "polite", "aria-relevant": "additions",
+      "aria-labelledby": titleId, tabindex: "0", part: "log", "aria-busy": "true",
+    });
+    this.typing = h("div", { class: "hc-typing", hidden: true, "aria-hidden": "true" },
+      h("span", { class: "hc-dots" }, h("i"), h("i"), h("i")), h("span", { text: "Assistant is replying…" }));
+    this.alertText = h("span", { class: "hc-alert-text" });
+    this.retryButton = h("button", { type: "button", class: "hc-btn hc-btn-small", hidden: true, text: "Try again" });
+    this.dismissButton = h("button", { type: "button", class: "hc-btn hc-btn-small hc-btn-ghost", "aria-label": "Dismiss this message", text: "×" });
+    this.alert = h("div", { class: "hc-alert", role: "alert", hidden: true, part: "alert" },
+      this.alertText, h("span", { class: "hc-alert-actions" }, this.retryButton, this.dismissButton));
+    this.hint = h("p", { class: "hc-hint", id: hintId, hidden: true });
+    this.input = h("textarea", {
+      id: inputId, class: "hc-input", rows: "1", placeholder, "aria-describedby": `${hintId} ${keysId}`,
+      part: "input", maxlength: "8000", autocomplete: "off",
+    });
+    this.sendButton = h("button", { type: "submit", class: "hc-btn hc-btn-primary hc-send", part: "send", text: "Send" });
+    this.stopButton = h("button", { type: "button", class: "hc-btn hc-stop", hidden: true, part: "stop", text: "Stop" });
+    this.form = h("form", { class: "hc-composer", part: "composer", "aria-label": "Send a message" },
+      this.hint,
+      h("div", { class: "hc-row" },
+        h("label", { for: inputId, class: "hc-sr", text: "Message" }),
+        this.input,
+        this.sendButton,
+        this.stopButton),
+      h("span", { id: keysId, class: "hc-sr", text: "Enter sends; Shift+Enter starts a new line." }));
+    this.container = h("section", { class: "hc", part: "container", "aria-labelledby": titleId },
+      h("header", { class: "hc-header", part: "header" }, this.title, this.conn),
+      this.log, this.typing, this.alert, this.form);
+    this.root.append(this.container);
+    this.dismissButton.addEventListener("click", () => this.clearError());
+    this.input.addEventListener("input", () => this.autosize());
+  }
+
+  destroy() {
+    this.root.replaceChildren();
+  }
+
+  /** True when keyboard focus is inside the widget: only then may the widget move it. */
+  hasFocus() {
+    return this.root.activeElement != null;
+  }
+
+  autosize() {
+    this.input.style.height = "auto";
+    this.input.style.height = `${Math.min(this.input.scrollHeight, 160)}px`;
+  }
+
+  scrollToEnd() {
+    this.log.scrollTop = this.log.scrollHeight;
+  }
+
+  setConnection(state, text) {
+    this.conn.dataset.state = state;
+    this.conn.textContent = text;
+  }
+
+  setHistoryLoading(loading) {
+    // While history fills the log, screen readers are not made to read all of it out.
+    this.log.setAttribute("aria-busy", loading ? "true" : "false");
+  }
+
+  /** A message bubble; `streaming` bubbles show the text as it arrives, hidden from screen
+   * readers until the whole message replaces it (one announcement, not one per word). */
+  message(role, text, { id, pending, streaming } = {}) {
+    const who = role === "user" ? "You" : "Assistant";
+    const body = h("div", { class: "hc-text" });
+    const el = h("div", { class: `hc-msg hc-${role === "user" ? "user" : "assistant"}`, "data-id": id, part: `message ${role}` },
+      h("span", { class: "hc-sr", text: `${who}: ` }), body);
+    if (streaming) {
+      el.classList.add("hc-streaming");
+      body.setAttribute("aria-hidden", "true");
+    }
+    body.textContent = text;
+    if (pending) el.classList.add("hc-pending");
+    this.append(el);
+    return el;
+  }
+
+  /** The final text of a streamed bubble: a new node, so the log announces it once. */
+  finish(el, text) {
+    el.classList.remove("hc-streaming");
+    const old = el.querySelector(".hc-text");
+    const body = h("div", { class: "hc-text", text });
+    old.replaceWith(body);
+  }
+
+  notice(text, kind = "info") {
+    const el = h("div", { class: `hc-notice hc-notice-${kind}`, text });
+    this.append(el);
+    return el;
+  }
+
+  append(el) {
+    const atEnd = this.nearEnd();
+    this.log.append(el);
+    if (atEnd || this.log.getAttribute("aria-busy") === "true") this.scrollToEnd();
+  }
+
+  /** A card asking the person to decide (approve a tool call, confirm an outcome). */
+  card({ heading, text, fields, actions }) {
+    const headingId = uid("hc-card");
+    const title = h("h3", { id: headingId, class: "hc-card-title", tabindex: "-1", text: heading });
+    const list = fields && fields.length
+      ? h("dl", { class: "hc-fields" }, fields.map(([k, v]) => [h("dt", { text: k }), h("dd", { text: v })]))
+      : null;
+    const buttons = actions.map((a) => h("button", {
+      type: "button", class: `hc-btn ${a.primary ? "hc-btn-primary" : ""}`, text: a.label,
+      "aria-describedby": headingId,
+    }));
+    const row = h("div", { class: "hc-actions" }, buttons);
+    const el = h("div", { class: "hc-card", role: "group", "aria-labelledby": headingId, part: "card" },
+      title, text ? h("p", { class: "hc-card-text", text }) : null, list, row);
+    actions.forEach((a, i) => buttons[i].addEventListener("click", () => a.onClick(buttons[i])));
+    this.append(el);
+    return {
+      el, title, buttons,
+      busy(on) {
+        for (const b of buttons) b.disabled = on;
+        el.setAttribute("aria-busy", on ? "true" : "false");
+      },
+      done(result) {
+        const shown = el.querySelector(".hc-card-result");
+        if (shown) shown.textContent = result;
+        else row.replaceWith(h("p", { class: "hc-card-result", text: result }));
+        el.classList.add("hc-card-done");
+      },
+    };
+  }
+
+  showError(text, retry) {
+    this.alertText.textContent = text;
+    this.retryButton.hidden = !retry;
+    this.retryButton.onclick = retry ? () => { this.clearError(); retry(); } : null;
+    const atEnd = this.nearEnd();
+    this.alert.hidden = false;
+    if (atEnd) this.scrollToEnd(); // the log just got shorter: keep its last message in view
+  }
+
+  nearEnd() {
+    return this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 40;
+  }
+
+  clearError() {
+    this.alert.hidden = true;
+    this.alertText.textContent = "";
+  }
+
+  setHint(text) {
+    const atEnd = this.nearEnd();
+    this.hint.textContent = text || "";
+    this.hint.hidden = !text;
+    if (atEnd) this.scrollToEnd();
+  }
+
+  setBusy({ typing, stoppable, blocked }) {
+    const atEnd = this.nearEnd();
+    this.typing.hidden = !typing;
+    this.stopButton.hidden = !stoppable;
+    // aria-disabled, not disabled: the button stays focusable and says why nothing happens.
+    this.sendButton.setAttribute("aria-disabled", blocked ? "true" : "false");
+    if (atEnd) this.scrollToEnd();
+  }
+}
