@@ -79,7 +79,10 @@ def main() -> None:
     agent = cli(db_url, "agent", "create", "--workspace", ws, "--file", f.name)["id"]
 
     port = free_port()
-    app = create_app(Settings(database_url=db_url, host="127.0.0.1", port=port, log_level="WARNING"))
+    # Rate limits off, as in every bench (bench/common.py): a fast server polled every 5 ms
+    # exceeds the default 100 requests a second per key.
+    app = create_app(Settings(database_url=db_url, host="127.0.0.1", port=port, log_level="WARNING",
+                              rate_limit_per_key="off", rate_limit_per_subject="off"))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
