@@ -197,7 +197,10 @@ class RunEngine:
         answered = False
         try:
             remaining = max(0.001, deadline - time.monotonic())
-            response: ModelResponse = await asyncio.wait_for(call, timeout=remaining)
+            # Awaiting the task itself under a timeout (which cancels it, as `wait_for` did): the
+            # engine resumes one event-loop turn after the model call ends, not three.
+            async with asyncio.timeout(remaining):
+                response: ModelResponse = await call
             answered = True
         except asyncio.CancelledError:
             if run.id in self._abandoned:  # cancelled while the model was thinking: drop it
