@@ -144,6 +144,10 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     registry = ModelRegistry.from_json(s.model_classes)
     events = realtime.publisher
     run_events = RunEventLog(db)
+    if realtime.relay is not None:
+        # Another process's run events reach this one's SSE streams as soon as the shared bus
+        # carries them (the stream then reads the stored rows), not at its next poll.
+        realtime.relay.observers.append(lambda _channel, name, data: run_events.wake(name, data))
     engine = RunEngine(db, s, registry, DefaultToolRunner(charging, request_log, hosted), lambda: events, metrics,
                        run_events=run_events)
     webhooks: WebhookDispatcher | None = None

@@ -199,6 +199,15 @@ class RunEventLog:
         self._writing: set[uuid.UUID] = set()  # runs whose writer took a batch and is storing it
         self.dropped = 0  # pieces lost to a failed write (the whole message still arrives)
 
+    def wake(self, name: str, data: dict[str, Any]) -> None:
+        """Wake the run's streams to read the table (an event another process published)."""
+        try:
+            run_id = event_run_id(name, data)
+        except ValueError:
+            return
+        if run_id is not None:
+            self.signals.notify(run_id)
+
     def append(self, run_id: uuid.UUID, event: str, data: dict[str, Any]) -> None:
         self._pending.setdefault(run_id, []).append((event, data))
         if run_id not in self._writers:

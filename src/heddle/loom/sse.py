@@ -7,11 +7,12 @@ The stream sends every stored event after the cursor, in `seq` order, as
     data: <the event's JSON, one line>
 
 then waits. It wakes when this process commits events of the run (`RunEventSignals`; the deltas it
-has just stored come with the wake-up and are sent without a read), and also every
-`poll_seconds`, which is how it sees events written by another process (a worker
-or another server behind the same load balancer). While nothing happens it sends a comment
-line (`: heartbeat`) every `heartbeat_seconds` so proxies and clients keep the connection.
-It ends right after the run's terminal `run.updated` (`closed` or `failed`).
+has just stored come with the wake-up and are sent without a read), when the shared event bus
+(`HEDDLE_EVENT_BUS=postgres|redis`) carries an event of the run that another process (a worker,
+or another server behind the same load balancer) published, and every `poll_seconds` whatever
+happens, which covers a bus message lost across a reconnect and deployments with no shared bus.
+While nothing happens it sends a comment line (`: heartbeat`) every `heartbeat_seconds` so
+proxies and clients keep the connection. It ends right after the run's terminal `run.updated` (`closed` or `failed`).
 
 No database connection is held while waiting: each read is its own short session.
 """

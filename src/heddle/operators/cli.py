@@ -24,15 +24,19 @@ def _print_link(d: dict) -> None:
                   f"{minutes} minutes:\n{d['login_url']}", highlight=False, soft_wrap=True)
 
 
+async def _with_link(s, op) -> dict:
+    """The operator with a new one-time login link (the contract's `{id, email, login_url}`)."""
+    token = await service.new_login_token(s, op, get_settings().console_link_ttl)
+    return {"id": op.id, "email": op.email, "login_url": _link(token)}
+
+
 @app.command("create")
 def create(email: str = EmailOption, database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     """Add an operator and print a one-time login link."""
     from heddle.cli.control import guarded
 
     async def work(s):
-        op = await service.create_operator(s, email)
-        token = await service.new_login_token(s, op, get_settings().console_link_ttl)
-        return {"id": op.id, "email": op.email, "login_url": _link(token)}
+        return await _with_link(s, await service.create_operator(s, email))
 
     emit(guarded(as_json, database_url, work), as_json, _print_link)
 
@@ -43,9 +47,7 @@ def login_link(email: str = EmailOption, database_url: str = DatabaseUrl, as_jso
     from heddle.cli.control import guarded
 
     async def work(s):
-        op = await service.by_email(s, email)
-        token = await service.new_login_token(s, op, get_settings().console_link_ttl)
-        return {"id": op.id, "email": op.email, "login_url": _link(token)}
+        return await _with_link(s, await service.by_email(s, email))
 
     emit(guarded(as_json, database_url, work), as_json, _print_link)
 

@@ -206,14 +206,19 @@ class BusPublisher:
         await self.bus.aclose()
 
 
+Observer = Callable[[str, str, dict[str, Any]], None]
+
+
 class BusRelay:
-    """Feeds what the bus delivers into this process's hub, in order."""
+    """Feeds what the bus delivers into this process's hub, in order, and tells `observers`
+    (such as the run event streams, which then read what another process stored)."""
 
     def __init__(self, bus: EventBus, hub: RealtimeHub, *, ready_timeout: float = 10.0):
         self.bus = bus
         self.hub = hub
         self.ready_timeout = ready_timeout
         self.relayed = 0
+        self.observers: list[Observer] = []
         self._task: asyncio.Task | None = None
 
     async def _deliver(self, message: str) -> None:
@@ -221,6 +226,8 @@ class BusRelay:
             channel, event, data = decode_event(message)
             await self.hub.publish(channel, event, data)
             self.relayed += 1
+            for observe in self.observers:
+                observe(channel, event, data)
         except Exception as exc:  # one bad message must not stop the relay
             log.warning("event_bus_message_dropped", error=type(exc).__name__, detail=str(exc)[:200])
 

@@ -1,16 +1,12 @@
 // A tool behind `approve_when`: the approval card shows the call; Approve makes it (the tool
 // host answers with a transfer reference) or Deny declines it (the host is never called).
-import { main, shot, watch } from "../browser.mjs";
-import { events, login, recordEvents, typeAndSend, ui, waitForReply } from "./site.mjs";
+import { main, shot } from "../browser.mjs";
+import { events, typeAndSend, ui, waitForReply, signedIn } from "./site.mjs";
 
 const decision = process.env.DECISION; // "Approve" or "Deny"
 
 await main(async (browser, report) => {
-  const context = await browser.newContext({ viewport: { width: 1000, height: 820 } });
-  await recordEvents(context);
-  const page = await context.newPage();
-  watch(page, report);
-  await login(page, process.env.USER_NAME, process.env.USER_PASSWORD);
+  const { page } = await signedIn(browser, report);
   const mark = await typeAndSend(page, 'call: send_transfer {"amount": 250, "to": "Ada"}');
   await page.waitForSelector(ui.card, { timeout: 30000 });
   report.card_heading = await page.textContent(`${ui.card} h3`);

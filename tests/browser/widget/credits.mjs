@@ -1,13 +1,9 @@
 // The workspace has run out of credits (the test drained it): the person is told so in words.
-import { main, shot, watch } from "../browser.mjs";
-import { login, recordEvents, typeAndSend, ui } from "./site.mjs";
+import { main, shot } from "../browser.mjs";
+import { typeAndSend, ui, signedIn } from "./site.mjs";
 
 await main(async (browser, report) => {
-  const context = await browser.newContext({ viewport: { width: 1000, height: 820 } });
-  await recordEvents(context);
-  const page = await context.newPage();
-  watch(page, report);
-  await login(page, process.env.USER_NAME, process.env.USER_PASSWORD);
+  const { page } = await signedIn(browser, report);
   await typeAndSend(page, "hello");
   await page.waitForSelector(`${ui.alert}:not([hidden])`, { timeout: 30000 });
   report.alert = await page.textContent(`${ui.alert} .hc-alert-text`);

@@ -1,15 +1,11 @@
 // Errors a person can read: the site's mint endpoint is down (then back: "Try again" recovers),
 // the network drops while sending (the message is kept and re-sent with the same key), and a
 // run that fails.
-import { main, shot, watch } from "../browser.mjs";
-import { SITE, login, recordEvents, typeAndSend, ui, waitForReply } from "./site.mjs";
+import { main, shot } from "../browser.mjs";
+import { SITE, typeAndSend, ui, waitForReply, signedIn } from "./site.mjs";
 
 await main(async (browser, report) => {
-  const context = await browser.newContext({ viewport: { width: 1000, height: 820 } });
-  await recordEvents(context);
-  const page = await context.newPage();
-  watch(page, report);
-  await login(page, process.env.USER_NAME, process.env.USER_PASSWORD);
+  const { page } = await signedIn(browser, report);
 
   // 1. The mint endpoint is down when the page loads.
   await page.route("**/api/heddle/session-token", (route) => route.abort("connectionrefused"));

@@ -1,15 +1,11 @@
 // A `confirm` tool: the tool host starts the transfer and answers its reference; the run waits
 // in awaiting_outcome and the card lets the person say whether it went through (the outcome a
 // direct-mode caller may post). A message meanwhile is refused in words, not lost.
-import { main, shot, watch } from "../browser.mjs";
-import { login, recordEvents, typeAndSend, ui, waitForReply } from "./site.mjs";
+import { main, shot } from "../browser.mjs";
+import { typeAndSend, ui, waitForReply, signedIn } from "./site.mjs";
 
 await main(async (browser, report) => {
-  const context = await browser.newContext({ viewport: { width: 1000, height: 820 } });
-  await recordEvents(context);
-  const page = await context.newPage();
-  watch(page, report);
-  await login(page, process.env.USER_NAME, process.env.USER_PASSWORD);
+  const { page } = await signedIn(browser, report);
   const mark = await typeAndSend(page, 'call: schedule_transfer {"amount": 20, "to": "Linus"}');
   await page.waitForSelector(ui.card, { timeout: 30000 });
   report.card_heading = await page.textContent(`${ui.card} h3`);

@@ -1,14 +1,10 @@
 // An answered question: `ask: …` puts the run in awaiting_input; the next message answers it
 // and the same run finishes with "You said: <answer>".
-import { main, shot, watch } from "../browser.mjs";
-import { events, login, recordEvents, typeAndSend, waitForReply } from "./site.mjs";
+import { main, shot } from "../browser.mjs";
+import { events, typeAndSend, waitForReply, signedIn } from "./site.mjs";
 
 await main(async (browser, report) => {
-  const context = await browser.newContext({ viewport: { width: 1000, height: 820 } });
-  await recordEvents(context);
-  const page = await context.newPage();
-  watch(page, report);
-  await login(page, process.env.USER_NAME, process.env.USER_PASSWORD);
+  const { page } = await signedIn(browser, report);
   const asked = await typeAndSend(page, "ask: What is your name?");
   const question = await waitForReply(page, "What is your name?", asked);
   await page.waitForFunction(() => window.chat.run && window.chat.run.state === "awaiting_input");

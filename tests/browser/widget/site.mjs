@@ -1,5 +1,7 @@
 // Shared by the widget's browser tests: the example site's login, the widget's parts (Playwright
 // CSS pierces the widget's open shadow root), and a log of the widget's events in page order.
+import { watch } from "../browser.mjs";
+
 export const SITE = process.env.SITE_URL;
 
 // Records every heddle-chat:* event the widget dispatches, with a sequence number, before any
@@ -51,4 +53,15 @@ export async function typeAndSend(page, text) {
   await page.fill(ui.input, text);
   await page.press(ui.input, "Enter");
   return since;
+}
+
+/** A fresh browser context recording the widget's events, its page watched for errors, and the
+ * example site's user (USER_NAME / USER_PASSWORD) logged in with the widget ready. */
+export async function signedIn(browser, report) {
+  const context = await browser.newContext({ viewport: { width: 1000, height: 820 } });
+  await recordEvents(context);
+  const page = await context.newPage();
+  watch(page, report);
+  await login(page, process.env.USER_NAME, process.env.USER_PASSWORD);
+  return { context, page };
 }

@@ -1,14 +1,10 @@
 // A streamed reply: deltas are shown before the final message, they add up to it, and a reload
 // continues the same conversation with its history.
-import { main, shot, watch } from "../browser.mjs";
-import { SITE, events, login, recordEvents, typeAndSend, ui, waitForReply } from "./site.mjs";
+import { main, shot } from "../browser.mjs";
+import { SITE, events, typeAndSend, ui, waitForReply, signedIn } from "./site.mjs";
 
 await main(async (browser, report) => {
-  const context = await browser.newContext({ viewport: { width: 1000, height: 820 } });
-  await recordEvents(context);
-  const page = await context.newPage();
-  watch(page, report);
-  await login(page, process.env.USER_NAME, process.env.USER_PASSWORD);
+  const { page } = await signedIn(browser, report);
   report.thread_id = await page.evaluate(() => window.chat.threadId);
   // Screenshot mid-stream: the bubble is there before the whole message.
   // What the bubble shows while the reply streams (read at the 4th piece, in the page).
