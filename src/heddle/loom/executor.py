@@ -92,15 +92,20 @@ class InProcessExecutor:
 
     async def _execute(self, run_id: uuid.UUID, claimed: int | None = None) -> None:
         try:
-            if self._slots.locked():
-                claimed = None  # it will wait for a slot, maybe past its lease: claim it when it starts
+            # A run inserted claimed that must wait for a slot (maybe past its lease) is claimed
+            # afresh when it starts, its own lease notwithstanding.
+            own = claimed is not None and self._slots.locked()
+            if own:
+                claimed = None
             async with self._slots:
                 while True:
                     fence = Fence(run_id, claimed, self.lease) if claimed is not None else None
                     claimed = None  # a second pass (`_again`) claims afresh
                     self.metrics.runs_active.inc()
                     try:
-                        await claim_and_execute(self.db, self.engine, run_id, self.owner, self.lease, fence=fence)
+                        await claim_and_execute(self.db, self.engine, run_id, self.owner, self.lease, fence=fence,
+                                                own=own)
+                        own = False
                     finally:
                         self.metrics.runs_active.dec()
                     if run_id not in self._again:

@@ -107,15 +107,15 @@ class Fence:
 
 
 async def claim(db: Database, run_id: uuid.UUID, owner: str, lease: dt.timedelta = DEFAULT_LEASE,
-                *, force: bool = False) -> Fence | None:
-    """Take a `running` run whose lease is free, expired or `owner`'s own (any lease when
-    `force`); None if not. A run `owner` holds already was inserted claimed (`claimed_values`)
-    and waited for a slot of its executor: claiming it again grows its fence all the same."""
+                *, force: bool = False, own: bool = False) -> Fence | None:
+    """Take a `running` run whose lease is free or expired (any lease when `force`; also one
+    `owner` holds itself when `own`: a run inserted claimed by its executor, `claimed_values`,
+    that waited for a slot); None if not."""
     now = utcnow()
     statement = update(_runs).where(_runs.c.id == run_id, _runs.c.state == RUNNING)
     if not force:
-        statement = statement.where(or_(_runs.c.lease_owner.is_(None), _runs.c.lease_expires_at < now,
-                                        _runs.c.lease_owner == owner))
+        free = [_runs.c.lease_owner.is_(None), _runs.c.lease_expires_at < now]
+        statement = statement.where(or_(*free, _runs.c.lease_owner == owner) if own else or_(*free))
     # Lease bookkeeping is not a change a caller can see: `updated_at` stays as it is.
     statement = statement.values(fence=_runs.c.fence + 1, lease_owner=owner, lease_expires_at=now + lease,
                                  updated_at=_runs.c.updated_at).returning(_runs.c.fence)
@@ -155,14 +155,15 @@ def claimed_values(owner: str, lease: dt.timedelta = DEFAULT_LEASE) -> dict:
 
 async def claim_and_execute(db: Database, engine: Executable, run_id: uuid.UUID, owner: str,
                             lease: dt.timedelta = DEFAULT_LEASE, *, force: bool = False,
-                            fence: Fence | None = None) -> bool:
+                            fence: Fence | None = None, own: bool = False) -> bool:
     """Claim the run, execute it while renewing the lease, release it; False if it was not claimable.
 
     Used by every executor (in-process tasks, queue workers), so all hold runs the same way.
-    `fence`: the run was claimed already (inserted with `claimed_values`).
+    `fence`: the run was claimed already (inserted with `claimed_values`); `own`: it was, but
+    waited, so claim it afresh even though `owner` holds it.
     """
     if fence is None:
-        fence = await claim(db, run_id, owner, lease, force=force)
+        fence = await claim(db, run_id, owner, lease, force=force, own=own)
         if fence is None:
             return False
     # Most runs end long before their first renewal is due: a timer, not a task per run, until then.
