@@ -86,7 +86,9 @@ def heddle_calls(secret: str, agent: str, tag: str) -> tuple[OpenThread, PostMes
         return resp.json()["data"]["run_id"]
 
     async def is_done(client: httpx.AsyncClient, thread, run_id) -> bool:
-        run = (await client.get(f"/v1/loom/runs/{run_id}", headers=thread[1])).json()["data"]
+        resp = await client.get(f"/v1/loom/runs/{run_id}", headers=thread[1])
+        assert resp.status_code == 200, resp.text
+        run = resp.json()["data"]
         if run["state"] == "running":
             return False
         assert run["state"] == "closed", run

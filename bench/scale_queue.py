@@ -117,7 +117,11 @@ class Deployment:
                     "HEDDLE_EVENT_BUS": "postgres", "HEDDLE_EVENT_BUS_CHANNEL": self.name,
                     "HEDDLE_PUSHER_APP_ID": "bench", "HEDDLE_PUSHER_KEY": f"key-{secrets.token_hex(4)}",
                     "HEDDLE_PUSHER_SECRET": secrets.token_urlsafe(24), "HEDDLE_LOG_LEVEL": "WARNING",
-                    "HEDDLE_OUTBOUND_ALLOW_PRIVATE": "true", "HEDDLE_MIGRATE_ON_START": "false"}
+                    "HEDDLE_OUTBOUND_ALLOW_PRIVATE": "true", "HEDDLE_MIGRATE_ON_START": "false",
+                    # The driver polls every few ms, far above a person: rate limits off, as in every bench.
+                    "HEDDLE_RATE_LIMIT_PER_KEY": "off", "HEDDLE_RATE_LIMIT_PER_SUBJECT": "off",
+                    # Five processes under PostgreSQL's default max_connections (100): 5 + 5 each.
+                    "HEDDLE_DB_POOL_SIZE": "5", "HEDDLE_DB_MAX_OVERFLOW": "5"}
         self.procs: list[subprocess.Popen] = []
 
     def __enter__(self) -> Deployment:
@@ -148,8 +152,10 @@ class Deployment:
     def seed(self, host: ToolHost) -> tuple[str, str]:
         ws = cli(self.db_url, "workspace", "create", "--name", "bench", "--credits", "1000000")["id"]
         secret = cli(self.db_url, "key", "create", "--workspace", ws)["secret"]
-        cli(self.db_url, "workspace", "update", ws, "--mint-url", f"{host.base_url}/mint")
-        cli(self.db_url, "connection", "create", "--workspace", ws, "--name", "host", "--base-url", host.base_url)
+        # The bench's tool host is on loopback: saved as a local development URL (--dev).
+        cli(self.db_url, "workspace", "update", ws, "--mint-url", f"{host.base_url}/mint", "--dev")
+        cli(self.db_url, "connection", "create", "--workspace", ws, "--name", "host", "--base-url", host.base_url,
+            "--dev")
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
             f.write(AGENT)
         agent = cli(self.db_url, "agent", "create", "--workspace", ws, "--file", f.name)["id"]

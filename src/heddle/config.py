@@ -18,6 +18,11 @@ class Settings(BaseSettings):
 
     # --- service ---
     database_url: str = "sqlite+aiosqlite:///./heddle.db"
+    # PostgreSQL connections per process: the pool and how far it may overflow when busy. Every
+    # API and worker process holds up to their sum (plus the queue's and the bus's few), which
+    # must stay under the server's max_connections (100 by default) across the deployment.
+    db_pool_size: int = Field(default=10, ge=1, le=500)
+    db_max_overflow: int = Field(default=20, ge=0, le=500)
     host: str = "127.0.0.1"
     port: int = 8080
     dev: bool = False

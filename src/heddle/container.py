@@ -115,7 +115,10 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
         from heddle.queue.enqueue import QueueSubmitter, queue_engine_kwargs
     # In queue mode every connection says so: the database then enqueues the job of each run
     # it creates or resumes, in that same transaction (heddle/queue/enqueue.py).
-    db = Database(s.database_url, **(queue_engine_kwargs() if queue_mode else {}))
+    engine_kwargs = queue_engine_kwargs() if queue_mode else {}
+    if not s.database_url.startswith("sqlite"):
+        engine_kwargs |= {"pool_size": s.db_pool_size, "max_overflow": s.db_max_overflow}
+    db = Database(s.database_url, **engine_kwargs)
     if s.migrate_on_start:
         await upgrade(s.database_url, engine=db.engine)
     await realtime.start()  # subscribed to the shared bus (if any) before any run can publish

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -91,6 +92,20 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):
+        if database_unreachable(exc):  # a dependency, not a bug: the caller may retry
+            log.warning("database_unavailable", path=request.url.path, error=type(exc).__name__,
+                        detail=str(exc)[:200], request_id=getattr(request.state, "request_id", None))
+            return _response(request, HeddleError(
+                "service_unavailable", "The database is not accepting connections right now; retry shortly.",
+                headers={"Retry-After": "1"}))
         log.exception("unhandled_error", path=request.url.path,
                       request_id=getattr(request.state, "request_id", None))
         return _response(request, HeddleError("internal_error"))
+
+
+def database_unreachable(exc: BaseException) -> bool:
+    """No connection could be had: the pool's wait ran out, or the server refused or dropped
+    the connection (too many clients, restarting) before or while a statement ran."""
+    if isinstance(exc, sa_exc.TimeoutError):
+        return True
+    return isinstance(exc, sa_exc.DBAPIError) and (exc.statement is None or exc.connection_invalidated)
