@@ -21,23 +21,20 @@ import argparse
 import asyncio
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import h11
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import Server, WireClient, cli, summary  # noqa: E402
+from common import Server, WireClient, create_agent, summary  # noqa: E402
 
 AGENT = "name: bench\nmodel_class: scripted\ninstructions: You help.\ntools:\n  - builtin: identify\n"
 ANSWER_WITHIN = 60.0
 
 
 def _agent(server: Server, workspace: str) -> str:
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        f.write(AGENT)
-    return cli(server.db_url, "agent", "create", "--workspace", workspace, "--file", f.name)["id"]
+    return create_agent(server.db_url, workspace, AGENT)
 
 
 async def _open_thread(http: WireClient, headers: dict[str, str], agent: str) -> str:

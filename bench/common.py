@@ -37,6 +37,16 @@ def cli(db_url: str, *args: str) -> dict:
     return json.loads(out)
 
 
+
+def create_agent(db_url: str, workspace: str, agent_yaml: str) -> str:
+    """`heddle agent create` from an agent file's text; returns the agent id."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(agent_yaml)
+    try:
+        return cli(db_url, "agent", "create", "--workspace", workspace, "--file", f.name)["id"]
+    finally:
+        os.unlink(f.name)
+
 class Server:
     """`heddle serve` in a subprocess, so the client never shares the server's GIL."""
 

@@ -25,7 +25,7 @@ import uvicorn
 from sqlalchemy import event
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import cli, free_port  # noqa: E402
+from common import cli, create_agent, free_port  # noqa: E402
 
 AGENT = "name: bench\nmodel_class: scripted\ninstructions: Be brief.\ntools:\n  - builtin: identify\n"
 KINDS = {"reply": "hello there", "identify": "who is DEUTDEFF?", "ask": "ask: which account?"}
@@ -74,9 +74,7 @@ def main() -> None:
     cli(db_url, "migrate")
     ws = cli(db_url, "workspace", "create", "--name", "bench", "--credits", "1000000")["id"]
     secret = cli(db_url, "key", "create", "--workspace", ws)["secret"]
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        f.write(AGENT)
-    agent = cli(db_url, "agent", "create", "--workspace", ws, "--file", f.name)["id"]
+    agent = create_agent(db_url, ws, AGENT)
 
     port = free_port()
     # Rate limits off, as in every bench (bench/common.py): a fast server polled every 5 ms

@@ -18,14 +18,13 @@ import datetime as dt
 import json
 import sqlite3
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import Server, WireClient, cli, summary  # noqa: E402
+from common import Server, WireClient, create_agent, summary  # noqa: E402
 
 AGENT = "name: bench\nmodel_class: scripted\ninstructions: Be brief.\ntools: []\n"
 
@@ -96,9 +95,7 @@ def main() -> None:
     args = parser.parse_args()
     with Server() as server:
         ws, secret = server.tenant()
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write(AGENT)
-        agent = cli(server.db_url, "agent", "create", "--workspace", ws, "--file", f.name)["id"]
+        agent = create_agent(server.db_url, ws, AGENT)
         results = []
         for concurrency, rounds in ((1, args.rounds * 5), (10, args.rounds), (100, max(2, args.rounds // 5))):
             results.append(asyncio.run(measure(server, secret, agent, concurrency, rounds)))

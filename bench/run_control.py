@@ -16,12 +16,11 @@ import argparse
 import asyncio
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import Server, WireClient, cli, summary  # noqa: E402
+from common import Server, WireClient, create_agent, summary  # noqa: E402
 
 AGENT = "name: bench\nmodel_class: scripted\ninstructions: Be brief.\ntools: []\n"
 
@@ -74,9 +73,7 @@ def main() -> None:
     args = parser.parse_args()
     with Server() as server:
         ws, secret = server.tenant()
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write(AGENT)
-        agent = cli(server.db_url, "agent", "create", "--workspace", ws, "--file", f.name)["id"]
+        agent = create_agent(server.db_url, ws, AGENT)
         result = asyncio.run(measure(server.base_url, secret, agent, args.rounds))
     print(json.dumps(result, indent=None if args.json else 2))
 

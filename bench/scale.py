@@ -14,11 +14,10 @@ import argparse
 import asyncio
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import Server, cli  # noqa: E402
+from common import Server, create_agent  # noqa: E402
 from run_driver import heddle_calls, run_round, summarise  # noqa: E402
 
 AGENT = "name: bench\nmodel_class: scripted\ninstructions: Be brief.\ntools: []\n"
@@ -26,9 +25,7 @@ THREADS = (1, 10, 100)
 
 
 def scripted_agent(db_url: str, workspace: str) -> str:
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        f.write(AGENT)
-    return cli(db_url, "agent", "create", "--workspace", workspace, "--file", f.name)["id"]
+    return create_agent(db_url, workspace, AGENT)
 
 
 def runs_per_thread(concurrency: int, runs: int) -> int:

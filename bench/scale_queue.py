@@ -20,7 +20,6 @@ import os
 import secrets
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,7 +27,7 @@ import asyncpg
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import cli, free_port  # noqa: E402
+from common import cli, create_agent, free_port  # noqa: E402
 from run_driver import heddle_calls, run_round, summarise  # noqa: E402
 
 PG_ADMIN = os.environ.get("HEDDLE_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -156,9 +155,7 @@ class Deployment:
         cli(self.db_url, "workspace", "update", ws, "--mint-url", f"{host.base_url}/mint", "--dev")
         cli(self.db_url, "connection", "create", "--workspace", ws, "--name", "host", "--base-url", host.base_url,
             "--dev")
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            f.write(AGENT)
-        agent = cli(self.db_url, "agent", "create", "--workspace", ws, "--file", f.name)["id"]
+        agent = create_agent(self.db_url, ws, AGENT)
         return secret, agent
 
 
