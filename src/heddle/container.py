@@ -17,7 +17,7 @@ import httpx
 from heddle.auth.direct import DirectAuthenticator
 from heddle.auth.jwks import JwksCache
 from heddle.config import Settings
-from heddle.db.base import Database
+from heddle.db.base import Database, is_sqlite
 from heddle.idempotency.pruner import IdempotencyPruner
 from heddle.identify.charging import IdentifyCharging
 from heddle.identify.service import IdentifyService
@@ -116,7 +116,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     # In queue mode every connection says so: the database then enqueues the job of each run
     # it creates or resumes, in that same transaction (heddle/queue/enqueue.py).
     engine_kwargs = queue_engine_kwargs() if queue_mode else {}
-    if not s.database_url.startswith("sqlite"):
+    if not is_sqlite(s.database_url):
         engine_kwargs |= {"pool_size": s.db_pool_size, "max_overflow": s.db_max_overflow}
     db = Database(s.database_url, **engine_kwargs)
     if s.migrate_on_start:

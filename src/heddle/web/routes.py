@@ -33,7 +33,7 @@ NOT_BUILT = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title
 <code>make web</code> (Node.js and npm), then restart <code>heddle serve</code>.</p></body></html>"""
 
 # Paths under /console that belong to the server, never to the single-page app.
-SERVER_PREFIXES = ("api/", "api", "login/")
+SERVER_PREFIXES = ("api/", "login/")
 
 router = APIRouter(include_in_schema=False)
 
@@ -52,7 +52,7 @@ async def console_root() -> Response:
 
 @router.get("/console/{path:path}")
 async def console_path(path: str) -> Response:
-    if path.startswith(SERVER_PREFIXES):
+    if path == "api" or path.startswith(SERVER_PREFIXES):
         raise HeddleError("not_found", "No such console route.")
     if path.startswith("assets/"):
         asset = (CONSOLE / path).resolve()
