@@ -1,11 +1,11 @@
 """How `heddle serve` runs the app under uvicorn: one place, so tests serve it the same way.
 
-The HTTP parser is h11 with a cap on an incomplete request head: uvicorn's faster httptools
-parser has no header size limit at all (a 16 MB header line was read and served). Heads up to
-the cap reach the app, whose middleware answers 431 `headers_too_large` past
-`HEDDLE_MAX_HEADER_BYTES` (16 KiB); beyond the cap h11 stops reading and uvicorn answers a
-plain 400 and closes the connection, so no header is ever buffered without bound. The protocol
-class is h11's with a response's head and body sent in one write (heddle/http_protocol.py).
+The HTTP parser is httptools with a cap on an incomplete request head (httptools has no header
+size limit of its own: a 16 MB header line was read and served). Heads up to the cap reach the
+app, whose middleware answers 431 `headers_too_large` past `HEDDLE_MAX_HEADER_BYTES` (16 KiB);
+beyond the cap the protocol answers a plain 400 and closes the connection, so no header is
+ever buffered without bound. A response's head and body leave in one write
+(heddle/http_protocol.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from heddle.config import Settings
-from heddle.http_protocol import CoalescingH11Protocol
+from heddle.http_protocol import protocol_with_head_cap
 
 # The protocol-level ceiling: comfortably above the app's own limit, so that ordinary
 # oversized heads get the envelope (431) and only absurd ones are cut off by the parser.
@@ -24,8 +24,8 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     return {
         "host": settings.host,
         "port": settings.port,
-        "http": CoalescingH11Protocol,  # uvicorn's h11 protocol, one write per response
-        "h11_max_incomplete_event_size": settings.max_header_bytes * PARSER_HEAD_FACTOR,
+        # uvicorn's httptools protocol with a head cap, one write per response
+        "http": protocol_with_head_cap(settings.max_header_bytes * PARSER_HEAD_FACTOR),
         # 64 KiB WebSocket frames at most: the Pusher protocol's own limit is 10 KiB per message.
         "ws": "websockets-sansio",
         "ws_max_size": 64 * 1024,
