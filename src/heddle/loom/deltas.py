@@ -38,17 +38,19 @@ class DeltaStream:
     def __init__(self, run_id: uuid.UUID, thread_id: uuid.UUID, *, sink: EventSink | None,
                  store: DeltaStore | None = None):
         self.run_id = run_id
+        self._run = str(run_id)
         self.channel = thread_channel(thread_id)
         self.sink = sink
         self.store = store
         self.message_id = uuid.uuid4()
+        self._message = str(self.message_id)
         self.seq = 0
         self.sent = 0  # pieces over every attempt
 
     async def delta(self, text: str) -> None:
         if not text:
             return
-        data = {"run_id": str(self.run_id), "message_id": str(self.message_id), "seq": self.seq, "delta": text}
+        data = {"run_id": self._run, "message_id": self._message, "seq": self.seq, "delta": text}
         self.seq += 1
         self.sent += 1
         if self.store is not None:
@@ -59,4 +61,5 @@ class DeltaStream:
     def restart(self) -> None:
         if self.seq:
             self.message_id = uuid.uuid4()
+            self._message = str(self.message_id)
             self.seq = 0

@@ -208,6 +208,7 @@ class RunEvent(Base):
 
     run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    event: Mapped[str] = mapped_column(String(40))  # run.updated | message.created | message.delta
+    # run.updated | message.created | message.delta | message.deltas (packed pieces: run_events.py)
+    event: Mapped[str] = mapped_column(String(40))
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -15,6 +15,10 @@ ended long ago, so nothing is lost between connections.
   stores them in the turn's own transaction, ahead of the reply's `message.created`: a reply
   that arrives at once (or whose last pieces arrive together) costs no transaction of its own.
 
+Consecutive `message.delta` pieces stored together are one row (`PACKED_DELTAS`: the pieces'
+list as `data`, `seq` the last piece's), so a reply of 50 words costs one row, not 50:
+`read_after()` unpacks them, each piece with its own `seq`, exactly as if stored one by one.
+
 `seq` is allocated as max + 1 while holding the run's row lock (PostgreSQL `FOR UPDATE`; every
 writer of a run's events holds it, SQLite has one writer anyway), so ids never collide.
 After a commit, `RunEventSignals.notify(run_id)` wakes this process's SSE streams of that run
@@ -40,6 +44,9 @@ from heddle.webhooks import outbox as webhooks
 log = get_logger(__name__)
 
 STORED_EVENTS = ("run.updated", "message.created", "message.delta")
+# The row of several consecutive `message.delta` pieces (never sent under this name).
+PACKED_DELTAS = "message.deltas"
+DELTA = "message.delta"
 # A delta writer waits this long before its first write, so that pieces arriving together (and a
 # model call that ends meanwhile, see RunEventLog.take) share one write.
 GATHER_SECONDS = 0.002
@@ -71,14 +78,46 @@ _LAST_UPDATE = (select(_e.data).where(_e.run_id == bindparam("rid"), _e.event ==
 _LAST_SEQ = select(func.coalesce(func.max(_e.seq), 0)).where(_e.run_id == bindparam("rid"))
 
 
+def _packed(events: list[tuple[str, dict[str, Any]]], first_seq: int) -> list[tuple[int, str, Any]]:
+    """`(seq, event, data)` rows of `events` numbered from `first_seq`, each run of two or more
+    consecutive deltas packed into one row that carries the seq of its last piece."""
+    rows: list[tuple[int, str, Any]] = []
+    pieces: list[dict[str, Any]] = []
+    seq = first_seq - 1
+    for name, data in events:
+        seq += 1
+        if name == DELTA:
+            pieces.append(data)
+            continue
+        if pieces:
+            rows.append(_delta_row(seq - 1, pieces))
+            pieces = []
+        rows.append((seq, name, data))
+    if pieces:
+        rows.append(_delta_row(seq, pieces))
+    return rows
+
+
+def _delta_row(last_seq: int, pieces: list[dict[str, Any]]) -> tuple[int, str, Any]:
+    return (last_seq, DELTA, pieces[0]) if len(pieces) == 1 else (last_seq, PACKED_DELTAS, pieces)
+
+
+def unpack(seq: int, event: str, data: Any) -> list[tuple[int, str, dict[str, Any]]]:
+    """A stored row as the events it holds, `(seq, event, data)` each."""
+    if event != PACKED_DELTAS:
+        return [(seq, event, data)]
+    first = seq - len(data) + 1
+    return [(first + i, DELTA, piece) for i, piece in enumerate(data)]
+
+
 async def _insert(session, run_id: uuid.UUID, events: list[tuple[str, dict[str, Any]]], *, new: bool = False) -> int:
     """Insert after the run's last event (`new`: the run was created in this transaction, so none)."""
     last = 0 if new else await session.scalar(_LAST_SEQ, {"rid": run_id})
     now = utcnow()
-    rows = [{"run_id": run_id, "seq": last + i, "event": name, "data": data, "created_at": now}
-            for i, (name, data) in enumerate(events, start=1)]
+    rows = [{"run_id": run_id, "seq": seq, "event": name, "data": data, "created_at": now}
+            for seq, name, data in _packed(events, last + 1)]
     await session.execute(_INSERT, rows)
-    return last + len(rows)
+    return last + len(events)
 
 
 async def append_rows(session, run_id: uuid.UUID, events: Iterable[tuple[str, dict[str, Any]]]) -> int:
@@ -136,10 +175,14 @@ async def _enqueue_webhooks(session, workspace_id: str, run_id: uuid.UUID,
     return owed
 
 
-async def read_after(session, run_id: uuid.UUID, after: int, limit: int = 500) -> list[RunEvent]:
-    return list(await session.scalars(
-        select(RunEvent).where(RunEvent.run_id == run_id, RunEvent.seq > after)
-        .order_by(RunEvent.seq).limit(limit)))
+async def read_after(session, run_id: uuid.UUID, after: int,
+                     limit: int = 500) -> list[tuple[int, str, dict[str, Any]]]:
+    """The run's events after `after` as `(seq, event, data)`, packed deltas unpacked: up to
+    `limit` stored rows (a packed row that straddles `after` gives only its later pieces)."""
+    rows = await session.execute(
+        select(_e.seq, _e.event, _e.data).where(_e.run_id == run_id, _e.seq > after)
+        .order_by(_e.seq).limit(limit))
+    return [event for seq, name, data in rows for event in unpack(seq, name, data) if event[0] > after]
 
 
 class Waiter:

@@ -97,10 +97,10 @@ class RunEventStream:
                 if need_read:
                     need_read = False
                     state, rows = await self._read()
-                    for row in rows:
-                        yield frame(row.seq, row.event, row.data)
-                        self.cursor = row.seq
-                        if row.event == "run.updated" and row.data.get("terminal"):
+                    for seq, name, data in rows:
+                        yield frame(seq, name, data)
+                        self.cursor = seq
+                        if name == "run.updated" and data.get("terminal"):
                             return
                     if rows:
                         last_sent, need_read = time.monotonic(), True  # there may be more
