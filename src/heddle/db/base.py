@@ -59,11 +59,19 @@ def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
 
 
+def is_inline_sqlite(url: str) -> bool:
+    """A SQLite file, run on the event loop (heddle/db/sqlite_inline.py)."""
+    if not is_sqlite(url):
+        return False
+    database = make_url(url).database
+    return bool(database) and database != ":memory:" and not database.startswith("file:")
+
+
 def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
     """An async engine; SQLite gets WAL, a busy timeout and foreign keys."""
     if is_sqlite(url):
         database = make_url(url).database
-        inline = bool(database) and database != ":memory:" and not database.startswith("file:")
+        inline = is_inline_sqlite(url)
         if inline:  # the usual case: a file; see heddle/db/sqlite_inline.py for why
             # A connection is held by every request and run step in flight (a write one also
             # while it waits for the writer lock), so a busy server has dozens at once. The
@@ -115,6 +123,8 @@ class Database:
     def __init__(self, url: str, **engine_kwargs: Any):
         self.url = url
         self.engine = create_engine(url, **engine_kwargs)
+        # Inline SQLite (heddle/db/sqlite_inline.py): ending a session never waits on I/O.
+        self.inline = is_inline_sqlite(url)
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         self.write_sessionmaker = async_sessionmaker(
             self.engine.execution_options(sqlite_write=True), expire_on_commit=False)
@@ -126,20 +136,39 @@ class Database:
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
         """A session for reads (on SQLite its transactions begin deferred)."""
-        async with self.sessionmaker() as session:
+        async with self._closing(self.sessionmaker()) as session:
             yield session
 
     @asynccontextmanager
     async def write_session(self) -> AsyncIterator[AsyncSession]:
         """A session that will write; the caller commits (SQLite: BEGIN IMMEDIATE)."""
-        async with self.write_sessionmaker() as session:
+        async with self._closing(self.write_sessionmaker()) as session:
             yield session
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A write session inside one transaction: committed on exit, rolled back on error."""
-        async with self.write_sessionmaker() as session, session.begin():
+        async with self._closing(self.write_sessionmaker()) as session, session.begin():
             yield session
+
+    @asynccontextmanager
+    async def _closing(self, session: AsyncSession) -> AsyncIterator[AsyncSession]:
+        """`session`, closed on exit.
+
+        SQLAlchemy's own exit closes a session in a task of its own, shielded, so that a
+        cancellation cannot abandon a close that waits on the network (asyncpg). That costs a
+        task and two more turns of the event loop for every session. An inline SQLite session's
+        close never waits (its rollback and pool return are plain calls, nothing in them
+        yields), so no cancellation can land inside it: it is closed directly.
+        """
+        if not self.inline:
+            async with session:
+                yield session
+            return
+        try:
+            yield session
+        finally:
+            await session.close()
 
     async def dispose(self) -> None:
         await self.engine.dispose()

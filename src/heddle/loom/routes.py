@@ -99,8 +99,11 @@ async def list_messages(thread_id: UUIDPath, limit: int = Query(50, ge=1, le=200
 
 @router.get("/runs/{run_id}", summary="A run", **operation(Run, auth=LOOM, headers=SUBJECT, errors=("not_found",)))
 async def get_run(run_id: UUIDPath, request: Request):
+    # The most polled endpoint: rendered here rather than re-validated against Envelope[Run]
+    # (the same read model; tests/typed_api check the shapes), as every 202 of this module is.
     async with loom_session(request) as (auth, session):
-        return {"status": "success", "data": await service.get_run(session, auth, run_id)}
+        data = await service.get_run(session, auth, run_id)
+    return ok(data)
 
 
 @router.get("/runs/{run_id}/trace", summary="A run with its turns, tool calls and attributed API calls",
