@@ -29,11 +29,25 @@ async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
         yield session
 
 
+def header(request: Request, name: bytes) -> str | None:
+    """A request header's first value (`name` lower-case), from one pass over the header list
+    per request: Starlette's `headers.get` scans the list (and raises and catches KeyError for
+    an absent header) every time, and authentication asks for four names on every call."""
+    found = request.scope.get("heddle.headers")
+    if found is None:
+        found = {}
+        for key, value in request.scope["headers"]:
+            found.setdefault(key, value)
+        request.scope["heddle.headers"] = found
+    value = found.get(name)
+    return None if value is None else value.decode("latin-1")
+
+
 def _bearer(request: Request) -> str:
-    header = request.headers.get("authorization")
-    if not header:
+    header_value = header(request, b"authorization")
+    if not header_value:
         raise HeddleError("unauthorized", "Missing Authorization header (Bearer <credential>).")
-    scheme, _, value = header.partition(" ")
+    scheme, _, value = header_value.partition(" ")
     value = value.strip()
     if scheme.lower() != "bearer" or not value or " " in value:
         raise HeddleError("unauthorized", "Authorization must be `Bearer <credential>`.")
@@ -60,7 +74,7 @@ async def _admit(request: Request, ctx: AuthContext) -> AuthContext:
 
 
 async def _relay(request: Request, bearer: str, session: AsyncSession) -> AuthContext:
-    if request.headers.get("origin"):
+    if header(request, b"origin"):
         raise HeddleError("secret_key_in_browser", "A workspace secret must never be used from a "
                           "browser: mint a short-lived session token on your backend instead.")
     return await authenticate_secret(session, bearer)
@@ -117,8 +131,8 @@ async def loom_session(request: Request, *, write: bool = False) -> AsyncIterato
 
 async def _loom(request: Request, session: AsyncSession, *, write: bool) -> AuthContext:
     bearer = _bearer(request)
-    subject_header = request.headers.get("service-subject")
-    connection_header = request.headers.get("service-connection")
+    subject_header = header(request, b"service-subject")
+    connection_header = header(request, b"service-connection")
     if looks_like_jwt(bearer):
         if subject_header is not None:
             raise HeddleError("subject_header_with_token", "Service-Subject must not be sent with a "
