@@ -98,3 +98,33 @@ async def api_settings():
     async with LoopServer(api.app) as server:
         yield Settings(realtime="pusher", pusher_app_id="77", pusher_key="cfg-key", pusher_secret="cfg-secret",
                        pusher_host="127.0.0.1", pusher_port=server.port, pusher_ssl=False), api
+
+
+async def test_a_reply_streams_its_pieces_only_to_a_channel_someone_hears():
+    """On the built-in server a delta stream asks the publisher before each piece: nobody
+    subscribed, nothing is encoded or sent; a subscriber who joins mid-reply gets the rest."""
+    from heddle.loom.deltas import DeltaStream
+    from heddle.loom.effects import thread_channel
+
+    received: list[str] = []
+
+    async def send(text: str) -> None:
+        received.append(text)
+
+    async def close(code: int, reason: str) -> None:
+        return None
+
+    hub = RealtimeHub()
+    thread_id = uuid.uuid4()
+    stream = DeltaStream(uuid.uuid4(), thread_id, sink=BuiltinPublisher(hub))
+    await stream.delta("Hello ")
+    assert hub.published_total == 0
+    conn = hub.open(send, close)
+    assert hub.subscribe(conn, thread_channel(thread_id))
+    await stream.delta("world.")
+    for _ in range(20):
+        if received:
+            break
+        await asyncio.sleep(0.01)
+    assert hub.published_total == 1 and len(received) == 1 and '"seq\\":1' in received[0]
+    await hub.aclose()

@@ -41,6 +41,11 @@ class DeltaStream:
         self._run = str(run_id)
         self.channel = thread_channel(thread_id)
         self.sink = sink
+        # A publisher that can tell whether anyone hears a channel (the built-in server's) is
+        # asked before each piece: a reply of 50 words to a thread nobody watches then costs no
+        # event encoding at all. Asked per piece, so a browser that subscribes mid-reply gets
+        # the rest (and `message.created` carries the whole text anyway).
+        self._listening = getattr(sink, "listening", None)
         self.store = store
         self.message_id = uuid.uuid4()
         self._message = str(self.message_id)
@@ -55,7 +60,7 @@ class DeltaStream:
         self.sent += 1
         if self.store is not None:
             self.store.append(self.run_id, DELTA_EVENT, data)
-        if self.sink is not None:
+        if self.sink is not None and (self._listening is None or self._listening(self.channel)):
             await self.sink.publish(self.channel, DELTA_EVENT, data)
 
     def restart(self) -> None:

@@ -101,6 +101,9 @@ class RealtimeHub:
 
     # -- publishing --------------------------------------------------------------------------
 
+    def has_subscribers(self, channel: str) -> bool:
+        return bool(self._channels.get(channel))
+
     async def publish(self, channel: str, event: str, data: dict[str, Any]) -> int:
         """Queue `event` for every subscriber of `channel`; returns how many got it queued.
 

@@ -50,6 +50,11 @@ class BuiltinPublisher:
         self.hub = hub
         self.failed = 0
 
+    def listening(self, channel: str) -> bool:
+        """Whether any socket of this process's hub subscribes to `channel` (the built-in
+        server without a bus has no other): a stream of pieces may skip a channel nobody hears."""
+        return self.hub.has_subscribers(channel)
+
     async def publish(self, channel: str, event: str, data: dict[str, Any]) -> None:
         try:
             await self.hub.publish(channel, event, data)
