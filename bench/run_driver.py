@@ -1,7 +1,15 @@
 """Drive conversation runs over raw HTTP and time them: shared by scale.py and vs_langgraph.py.
 
 One "thread" is one conversation: it posts a message, polls the run until it is done, and
-posts the next, `runs` times. `concurrency` threads run at once over one httpx.AsyncClient.
+posts the next, `runs` times. `concurrency` threads run at once, each with its own
+httpx.AsyncClient and keep-alive connection, as each user of a service has.
+
+Until 2026-11-24 every thread shared one AsyncClient (one pool of `concurrency` + 5
+connections). At 100 threads that client was the bottleneck, not the servers: it used 97% of
+its core, about 11 ms of CPU a run with barely one poll per run (httpx's pool work grows with
+its connections), and held both systems at about 80-85 runs/s while each server idled at half
+its core. With a client per thread the same machine drives either server past that.
+
 A run's "done" time is measured by the client, from sending the message to the poll that saw
 it finished, so every system is measured the same way: the first poll 5 ms after the post, then
 every 1.5 times longer, at most every 50 ms (polling every 5 ms from 100 threads would measure
@@ -46,14 +54,14 @@ IsDone = Callable[[httpx.AsyncClient, object, object], Awaitable[bool]]
 async def run_round(system: str, base_url: str, concurrency: int, runs: int, open_thread: OpenThread,
                     post_message: PostMessage, is_done: IsDone) -> Round:
     done: list[float] = []
-    # Idle connections are dropped by the client before a server's keep-alive timeout (uvicorn: 5 s)
-    # can close one under a request being sent on it.
-    limits = httpx.Limits(max_connections=concurrency + 5, max_keepalive_connections=concurrency + 5,
-                          keepalive_expiry=2.0)
-    async with httpx.AsyncClient(base_url=base_url, timeout=120, limits=limits) as client:
-        threads = await asyncio.gather(*(open_thread(client, i) for i in range(concurrency)))
+    # One connection per thread. Idle ones are dropped by the client before a server's
+    # keep-alive timeout (uvicorn: 5 s) can close one under a request being sent on it.
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=2.0)
+    clients = [httpx.AsyncClient(base_url=base_url, timeout=120, limits=limits) for _ in range(concurrency)]
+    try:
+        threads = await asyncio.gather(*(open_thread(client, i) for i, client in enumerate(clients)))
 
-        async def conversation(thread) -> None:
+        async def conversation(client: httpx.AsyncClient, thread) -> None:
             for i in range(runs):
                 started = time.perf_counter()
                 handle = await post_message(client, thread, f"hello {i}")
@@ -65,8 +73,10 @@ async def run_round(system: str, base_url: str, concurrency: int, runs: int, ope
                 done.append((time.perf_counter() - started) * 1000)
 
         started = time.perf_counter()
-        await asyncio.gather(*(conversation(t) for t in threads))
+        await asyncio.gather(*(conversation(client, thread) for client, thread in zip(clients, threads, strict=True)))
         wall = time.perf_counter() - started
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients))
     return Round(system, concurrency, done, wall)
 
 
