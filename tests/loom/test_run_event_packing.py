@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from heddle.loom.run_events import DELTA, PACKED_DELTAS, _packed, unpack
+from heddle.loom.deltas import DELTA_EVENT as DELTA
+from heddle.loom.run_events import PACKED_DELTAS, _packed, unpack
 
 EVENTS = st.lists(st.sampled_from(["run.updated", "message.created", DELTA]), max_size=40)
 

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from heddle.api.headers import header as _header
 from heddle.errors import HeddleError
 
 ALLOW_METHODS = "GET, POST, OPTIONS"
@@ -20,13 +21,6 @@ ALLOW_HEADERS = "Authorization, Content-Type, Service-Run, Request-Id, Idempoten
 # A browser's retry logic needs to see a replay and how long a 429 asks it to wait.
 EXPOSE_HEADERS = "Request-Id, Idempotent-Replayed, Retry-After"
 MAX_AGE = "600"
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for k, v in scope.get("headers", ()):
-        if k == name:
-            return v.decode("latin-1")
-    return None
 
 
 class CorsMiddleware:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from heddle.api.headers import header as scope_header
 from heddle.auth.context import AuthContext
 from heddle.auth.relay import authenticate_secret
 from heddle.auth.session_tokens import looks_like_jwt
@@ -30,17 +31,7 @@ async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
 
 
 def header(request: Request, name: bytes) -> str | None:
-    """A request header's first value (`name` lower-case), from one pass over the header list
-    per request: Starlette's `headers.get` scans the list (and raises and catches KeyError for
-    an absent header) every time, and authentication asks for four names on every call."""
-    found = request.scope.get("heddle.headers")
-    if found is None:
-        found = {}
-        for key, value in request.scope["headers"]:
-            found.setdefault(key, value)
-        request.scope["heddle.headers"] = found
-    value = found.get(name)
-    return None if value is None else value.decode("latin-1")
+    return scope_header(request.scope, name)
 
 
 def _bearer(request: Request) -> str:

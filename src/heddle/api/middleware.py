@@ -18,6 +18,7 @@ from collections.abc import Callable
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from heddle.api.headers import header as _header
 from heddle.api.limits import header_problem, json_too_deep, read_body, replay
 from heddle.errors import HeddleError
 from heddle.ids import parse_uuid
@@ -31,13 +32,6 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 # pusher-js posts channel authorization form-encoded.
 FORM_PATHS = {"/v1/loom/realtime/auth"}
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for k, v in scope.get("headers", ()):
-        if k == name:
-            return v.decode("latin-1")
-    return None
 
 
 async def _send_error(send: Send, err: HeddleError, request_id: str, *, close: bool = False) -> None:

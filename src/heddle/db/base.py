@@ -70,7 +70,6 @@ def is_inline_sqlite(url: str) -> bool:
 def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
     """An async engine; SQLite gets WAL, a busy timeout and foreign keys."""
     if is_sqlite(url):
-        database = make_url(url).database
         inline = is_inline_sqlite(url)
         if inline:  # the usual case: a file; see heddle/db/sqlite_inline.py for why
             # A connection is held by every request and run step in flight (a write one also
@@ -80,7 +79,7 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
             # cache, up to 2 MB a connection).
             kwargs.setdefault("pool_size", 32)
             kwargs.setdefault("max_overflow", 96)
-            engine = create_async_engine(url, async_creator=inline_creator(database), **kwargs)
+            engine = create_async_engine(url, async_creator=inline_creator(make_url(url).database), **kwargs)
         else:
             engine = create_async_engine(url, connect_args={"timeout": 30}, **kwargs)
         busy_timeout_ms = INLINE_BUSY_TIMEOUT_MS if inline else 30000

@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, insert, select
 
 from heddle.db.base import Database, utcnow
+from heddle.loom.deltas import DELTA_EVENT
 from heddle.loom.effects import Effects
 from heddle.loom.models import Run, RunEvent
 from heddle.observability.logging import get_logger
@@ -46,7 +47,6 @@ log = get_logger(__name__)
 STORED_EVENTS = ("run.updated", "message.created", "message.delta")
 # The row of several consecutive `message.delta` pieces (never sent under this name).
 PACKED_DELTAS = "message.deltas"
-DELTA = "message.delta"
 # A delta writer waits this long before its first write, so that pieces arriving together (and a
 # model call that ends meanwhile, see RunEventLog.take) share one write.
 GATHER_SECONDS = 0.002
@@ -86,7 +86,7 @@ def _packed(events: list[tuple[str, dict[str, Any]]], first_seq: int) -> list[tu
     seq = first_seq - 1
     for name, data in events:
         seq += 1
-        if name == DELTA:
+        if name == DELTA_EVENT:
             pieces.append(data)
             continue
         if pieces:
@@ -99,7 +99,7 @@ def _packed(events: list[tuple[str, dict[str, Any]]], first_seq: int) -> list[tu
 
 
 def _delta_row(last_seq: int, pieces: list[dict[str, Any]]) -> tuple[int, str, Any]:
-    return (last_seq, DELTA, pieces[0]) if len(pieces) == 1 else (last_seq, PACKED_DELTAS, pieces)
+    return (last_seq, DELTA_EVENT, pieces[0]) if len(pieces) == 1 else (last_seq, PACKED_DELTAS, pieces)
 
 
 def unpack(seq: int, event: str, data: Any) -> list[tuple[int, str, dict[str, Any]]]:
@@ -107,7 +107,7 @@ def unpack(seq: int, event: str, data: Any) -> list[tuple[int, str, dict[str, An
     if event != PACKED_DELTAS:
         return [(seq, event, data)]
     first = seq - len(data) + 1
-    return [(first + i, DELTA, piece) for i, piece in enumerate(data)]
+    return [(first + i, DELTA_EVENT, piece) for i, piece in enumerate(data)]
 
 
 async def _insert(session, run_id: uuid.UUID, events: list[tuple[str, dict[str, Any]]], *, new: bool = False) -> int:
