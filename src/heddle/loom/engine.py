@@ -78,22 +78,25 @@ class RunEngine:
         # Set by Services once the executor exists: runs a step makes runnable (the next
         # queued run of a thread) are submitted through it.
         self.submitter = None
-        # Model calls in flight by run, so a cancel can abandon one at once (see nudge()).
-        self._model_calls: dict[uuid.UUID, asyncio.Future] = {}
+        # The tasks awaiting a model call, by run, so a cancel can abandon the call at once
+        # (see nudge()); an entry exists exactly while its task is inside the call.
+        self._model_calls: dict[uuid.UUID, asyncio.Task] = {}
         self._abandoned: set[uuid.UUID] = set()
 
     def nudge(self, run_id: uuid.UUID) -> None:
         """The run changed under this executor (a cancel): abandon its model call if it stopped."""
-        call = self._model_calls.get(run_id)
-        if call is not None and not call.done():
-            asyncio.get_running_loop().create_task(self._abandon_if_stopped(run_id, call))
+        if run_id in self._model_calls:
+            asyncio.get_running_loop().create_task(self._abandon_if_stopped(run_id))
 
-    async def _abandon_if_stopped(self, run_id: uuid.UUID, call: asyncio.Future) -> None:
+    async def _abandon_if_stopped(self, run_id: uuid.UUID) -> None:
         async with self.db.session() as session:
             state = await session.scalar(select(Run.state).where(Run.id == run_id))
-        if state != RUNNING and not call.done():
+        task = self._model_calls.get(run_id)
+        # No await between this check and cancel(): the task is still suspended inside the
+        # model call, so that is where its CancelledError lands.
+        if state != RUNNING and task is not None:
             self._abandoned.add(run_id)
-            call.cancel()
+            task.cancel()
 
     def _history_budget(self, agent: Agent) -> tuple[int, str]:
         """The agent's model class's history budget and provider (defaults if not configured:
@@ -191,20 +194,22 @@ class RunEngine:
             raise RunFailure("insufficient_credits", "The workspace balance cannot pay for the next model turn.")
         stream = DeltaStream(run.id, run.thread_id, sink=self.events() if realtime else None, store=self.run_events)
         started = time.perf_counter()
-        call = asyncio.ensure_future(provider.complete(model_class, conversation, specs, stream))
-        self._model_calls[run.id] = call
         deltas: list[tuple[str, dict[str, Any]]] = []
         answered = False
+        # The call is awaited in this task, not a task of its own: a model that answers without
+        # waiting (the scripted one) costs no event-loop turn, so under load the run closes
+        # before the caller's first poll instead of two turns of every other request later.
+        # A timeout or a cancel (nudge) cancels this task while it is inside the call.
+        task = asyncio.current_task()
+        self._model_calls[run.id] = task
         try:
-            remaining = max(0.001, deadline - time.monotonic())
-            # Awaiting the task itself under a timeout (which cancels it, as `wait_for` did): the
-            # engine resumes one event-loop turn after the model call ends, not three.
-            async with asyncio.timeout(remaining):
-                response: ModelResponse = await call
+            async with asyncio.timeout(max(0.001, deadline - time.monotonic())):
+                response: ModelResponse = await provider.complete(model_class, conversation, specs, stream)
             answered = True
         except asyncio.CancelledError:
             if run.id in self._abandoned:  # cancelled while the model was thinking: drop it
                 self._abandoned.discard(run.id)
+                task.uncancel()  # handled here: later timeouts in this task work as usual
                 return False
             raise
         except TimeoutError:
