@@ -35,6 +35,11 @@ class Round:
     concurrency: int
     done_ms: list[float]
     wall_s: float
+    polls: int = 0  # "is it done?" requests over all runs
+
+    @property
+    def polls_per_run(self) -> float:
+        return self.polls / len(self.done_ms) if self.done_ms else 0.0
 
     @property
     def runs_per_s(self) -> float:
@@ -54,6 +59,7 @@ IsDone = Callable[[httpx.AsyncClient, object, object], Awaitable[bool]]
 async def run_round(system: str, base_url: str, concurrency: int, runs: int, open_thread: OpenThread,
                     post_message: PostMessage, is_done: IsDone) -> Round:
     done: list[float] = []
+    polls = 0
     # One connection per thread. Idle ones are dropped by the client before a server's
     # keep-alive timeout (uvicorn: 5 s) can close one under a request being sent on it.
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=2.0)
@@ -62,14 +68,17 @@ async def run_round(system: str, base_url: str, concurrency: int, runs: int, ope
         threads = await asyncio.gather(*(open_thread(client, i) for i, client in enumerate(clients)))
 
         async def conversation(client: httpx.AsyncClient, thread) -> None:
+            nonlocal polls
             for i in range(runs):
                 started = time.perf_counter()
                 handle = await post_message(client, thread, f"hello {i}")
                 delay = POLL_FIRST
                 await asyncio.sleep(delay)
+                polls += 1
                 while not await is_done(client, thread, handle):
                     delay = min(POLL_MAX, delay * POLL_GROWTH)
                     await asyncio.sleep(delay)
+                    polls += 1
                 done.append((time.perf_counter() - started) * 1000)
 
         started = time.perf_counter()
@@ -77,7 +86,7 @@ async def run_round(system: str, base_url: str, concurrency: int, runs: int, ope
         wall = time.perf_counter() - started
     finally:
         await asyncio.gather(*(client.aclose() for client in clients))
-    return Round(system, concurrency, done, wall)
+    return Round(system, concurrency, done, wall, polls)
 
 
 def heddle_calls(secret: str, agent: str, tag: str) -> tuple[OpenThread, PostMessage, IsDone]:
@@ -108,7 +117,9 @@ def heddle_calls(secret: str, agent: str, tag: str) -> tuple[OpenThread, PostMes
 
 
 def summarise(rounds: list[Round]) -> dict:
-    """All runs' done median and the median round's runs/s."""
+    """All runs' done median, the median round's runs/s, and polls per run (1.0: every run was
+    done by the first poll, 5 ms after its message was accepted)."""
     done = [ms for r in rounds for ms in r.done_ms]
     return {"runs": len(done), "done_median_ms": round(statistics.median(done), 2) if done else None,
-            "runs_per_s": round(statistics.median(r.runs_per_s for r in rounds), 1) if rounds else None}
+            "runs_per_s": round(statistics.median(r.runs_per_s for r in rounds), 1) if rounds else None,
+            "polls_per_run": round(sum(r.polls for r in rounds) / len(done), 2) if done else None}

@@ -66,10 +66,10 @@ def main() -> None:
     if args.json:
         print(json.dumps({"benchmark": "scale", "results": results}))
         return
-    print(f"{'layout':<36} {'kind':>9} {'threads':>7} {'runs':>6} {'closed median':>14} {'runs/s':>8}")
+    print(f"{'layout':<36} {'kind':>9} {'threads':>7} {'runs':>6} {'closed median':>14} {'runs/s':>8} {'polls/run':>9}")
     for r in results:
         print(f"{r['layout']:<36} {r.get('kind', 'scripted'):>9} {r['threads']:>7} {r['runs']:>6} "
-              f"{r['done_median_ms']:>12.1f}ms {r['runs_per_s']:>8.1f}")
+              f"{r['done_median_ms']:>12.1f}ms {r['runs_per_s']:>8.1f} {r['polls_per_run']:>9.2f}")
     print("closed median: client-measured, message POST -> the poll that saw the run closed "
           "(polls 5 ms after, then 1.5x longer each time, at most 50 ms apart)")
 
