@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hmac
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Row, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.auth.context import AuthContext, WorkspaceInfo
@@ -13,7 +13,8 @@ from heddle.errors import HeddleError
 from heddle.workspaces.models import ApiKey, Workspace
 
 
-def workspace_info(ws: Workspace) -> WorkspaceInfo:
+def workspace_info(ws: Workspace | Row) -> WorkspaceInfo:
+    """From a Workspace, or a row of its columns (the relay lookup's)."""
     return WorkspaceInfo(
         id=ws.id, name=ws.name, allowed_origins=tuple(ws.allowed_origins or ()),
         realtime_enabled=ws.realtime_enabled, request_secret=ws.request_secret,
@@ -29,7 +30,7 @@ KEYS_WITH_WORKSPACE = select(ApiKey, Workspace).join(Workspace, Workspace.id == 
 # Table columns (not the mapped attributes), so the session runs it as a Core statement.
 _k, _w = ApiKey.__table__.c, Workspace.__table__.c
 _KEY_BY_SECRET_HASH = (
-    select(_k.id, _k.secret_hash, _k.revoked_at, _k.mode, _w.id.label("ws_id"), _w.name, _w.allowed_origins,
+    select(_k.id.label("key_id"), _k.secret_hash, _k.revoked_at, _k.mode, _w.id, _w.name, _w.allowed_origins,
            _w.realtime_enabled, _w.request_secret, _w.mint_url, _w.balance_micro, _w.rate_limit_per_key,
            _w.rate_limit_per_subject)
     .join_from(ApiKey.__table__, Workspace.__table__, _w.id == _k.workspace_id)
@@ -48,11 +49,5 @@ async def authenticate_secret(session: AsyncSession, secret: str) -> AuthContext
     if row is None or not hmac.compare_digest(row.secret_hash, digest):
         raise HeddleError("unauthorized", "Unknown workspace secret.")
     if row.revoked_at is not None:
-        raise HeddleError("unauthorized", f"The API key {row.id} was revoked.")
-    info = WorkspaceInfo(
-        id=row.ws_id, name=row.name, allowed_origins=tuple(row.allowed_origins or ()),
-        realtime_enabled=row.realtime_enabled, request_secret=row.request_secret, mint_url=row.mint_url,
-        balance_micro=row.balance_micro, rate_limit_per_key=row.rate_limit_per_key,
-        rate_limit_per_subject=row.rate_limit_per_subject,
-    )
-    return AuthContext(mode="relay", workspace=info, key_id=row.id, key_mode=row.mode)
+        raise HeddleError("unauthorized", f"The API key {row.key_id} was revoked.")
+    return AuthContext(mode="relay", workspace=workspace_info(row), key_id=row.key_id, key_mode=row.mode)

@@ -59,18 +59,24 @@ def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
 
 
+def _inline_file(url: str) -> str | None:
+    """The SQLite file `url` names when it runs on the event loop (heddle/db/sqlite_inline.py)."""
+    if not is_sqlite(url):
+        return None
+    database = make_url(url).database
+    return database if database and database != ":memory:" and not database.startswith("file:") else None
+
+
 def is_inline_sqlite(url: str) -> bool:
     """A SQLite file, run on the event loop (heddle/db/sqlite_inline.py)."""
-    if not is_sqlite(url):
-        return False
-    database = make_url(url).database
-    return bool(database) and database != ":memory:" and not database.startswith("file:")
+    return _inline_file(url) is not None
 
 
 def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
     """An async engine; SQLite gets WAL, a busy timeout and foreign keys."""
     if is_sqlite(url):
-        inline = is_inline_sqlite(url)
+        database = _inline_file(url)
+        inline = database is not None
         if inline:  # the usual case: a file; see heddle/db/sqlite_inline.py for why
             # A connection is held by every request and run step in flight (a write one also
             # while it waits for the writer lock), so a busy server has dozens at once. The
@@ -79,7 +85,7 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
             # cache, up to 2 MB a connection).
             kwargs.setdefault("pool_size", 32)
             kwargs.setdefault("max_overflow", 96)
-            engine = create_async_engine(url, async_creator=inline_creator(make_url(url).database), **kwargs)
+            engine = create_async_engine(url, async_creator=inline_creator(database), **kwargs)
         else:
             engine = create_async_engine(url, connect_args={"timeout": 30}, **kwargs)
         busy_timeout_ms = INLINE_BUSY_TIMEOUT_MS if inline else 30000

@@ -72,11 +72,15 @@ async def visible_run(session: AsyncSession, auth: AuthContext, run_id: str, *, 
     """Relay without a subject sees every run of the workspace; otherwise only the subject's."""
     rid = parse_id(run_id, "run")
     run = await session.scalar(_RUN_FOR_UPDATE if for_update else _RUN, {"run_id": rid})
-    if run is None or run.workspace_id != auth.workspace_id:
-        raise not_found("run")
-    if auth.subject is not None and run.subject != auth.subject:
+    if not _run_visible(run, auth):
         raise not_found("run")
     return run
+
+
+def _run_visible(run, auth: AuthContext) -> bool:
+    """A Run or a row of its columns: the caller's workspace's, and its subject's if it has one."""
+    return (run is not None and run.workspace_id == auth.workspace_id
+            and (auth.subject is None or run.subject == auth.subject))
 
 
 # A run as `GET /v1/loom/runs/{id}` shows it, with its latest answer, in one statement of plain
@@ -101,9 +105,7 @@ async def visible_run_view(session: AsyncSession, auth: AuthContext, run_id: str
     answer (an object with a Message's fields, or None); 404 as `visible_run`."""
     rid = parse_id(run_id, "run")
     row = (await session.execute(_RUN_VIEW, {"run_id": rid})).first()
-    if row is None or row.workspace_id != auth.workspace_id:
-        raise not_found("run")
-    if auth.subject is not None and row.subject != auth.subject:
+    if not _run_visible(row, auth):
         raise not_found("run")
     latest = None
     if row.m_id is not None:
