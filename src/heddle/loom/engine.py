@@ -31,6 +31,7 @@ from heddle.loom.deltas import DeltaStream
 from heddle.loom.effects import Effects, EventSink
 from heddle.loom.history import build_conversation
 from heddle.loom.lease import Fence
+from heddle.loom.model_calls import ModelCalls
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
 from heddle.loom.providers.base import DEFAULT_HISTORY_TOKENS, ModelProviderError, ModelResponse
 from heddle.loom.providers.registry import cost_micro
@@ -78,25 +79,12 @@ class RunEngine:
         # Set by Services once the executor exists: runs a step makes runnable (the next
         # queued run of a thread) are submitted through it.
         self.submitter = None
-        # The tasks awaiting a model call, by run, so a cancel can abandon the call at once
-        # (see nudge()); an entry exists exactly while its task is inside the call.
-        self._model_calls: dict[uuid.UUID, asyncio.Task] = {}
-        self._abandoned: set[uuid.UUID] = set()
+        # Model calls in flight, so that a cancel abandons one at once (see nudge()).
+        self.model_calls = ModelCalls(db)
 
     def nudge(self, run_id: uuid.UUID) -> None:
         """The run changed under this executor (a cancel): abandon its model call if it stopped."""
-        if run_id in self._model_calls:
-            asyncio.get_running_loop().create_task(self._abandon_if_stopped(run_id))
-
-    async def _abandon_if_stopped(self, run_id: uuid.UUID) -> None:
-        async with self.db.session() as session:
-            state = await session.scalar(select(Run.state).where(Run.id == run_id))
-        task = self._model_calls.get(run_id)
-        # No await between this check and cancel(): the task is still suspended inside the
-        # model call, so that is where its CancelledError lands.
-        if state != RUNNING and task is not None:
-            self._abandoned.add(run_id)
-            task.cancel()
+        self.model_calls.nudge(run_id)
 
     def _history_budget(self, agent: Agent) -> tuple[int, str]:
         """The agent's model class's history budget and provider (defaults if not configured:
@@ -195,36 +183,28 @@ class RunEngine:
         stream = DeltaStream(run.id, run.thread_id, sink=self.events() if realtime else None, store=self.run_events)
         started = time.perf_counter()
         deltas: list[tuple[str, dict[str, Any]]] = []
-        answered = False
-        # The call is awaited in this task, not a task of its own: a model that answers without
-        # waiting (the scripted one) costs no event-loop turn, so under load the run closes
-        # before the caller's first poll instead of two turns of every other request later.
-        # A timeout or a cancel (nudge) cancels this task while it is inside the call.
-        task = asyncio.current_task()
-        self._model_calls[run.id] = task
+        response: ModelResponse | None = None
         try:
+            # Awaited in this task (loom/model_calls.py): a model that answers without waiting
+            # (the scripted one) costs no event-loop turn, so under load the run closes before
+            # the caller's first poll. The timeout cancels this task inside the call.
             async with asyncio.timeout(max(0.001, deadline - time.monotonic())):
-                response: ModelResponse = await provider.complete(model_class, conversation, specs, stream)
-            answered = True
-        except asyncio.CancelledError:
-            if run.id in self._abandoned:  # cancelled while the model was thinking: drop it
-                self._abandoned.discard(run.id)
-                task.uncancel()  # handled here: later timeouts in this task work as usual
-                return False
-            raise
+                response = await self.model_calls.call(run.id, provider.complete(model_class, conversation,
+                                                                                 specs, stream))
         except TimeoutError:
             raise RunFailure("max_duration_exceeded",
                              f"The run took longer than {self.settings.run_max_seconds:g} s.") from None
         except ModelProviderError as exc:
             raise RunFailure("model_error", str(exc)) from None
         finally:
-            self._model_calls.pop(run.id, None)
             # The reply's deltas are stored before its message: those not yet written go in the
             # turn's transaction below; without a turn to record, the writer stores them.
-            if answered:
+            if response is not None:
                 deltas = await self.run_events.take(run.id)
             else:
                 await self.run_events.drain(run.id)
+        if response is None:  # the run stopped while the model was thinking: drop the call
+            return False
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
         effects = Effects()
         finish = not response.tool_calls
