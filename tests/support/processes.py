@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import httpx
 
@@ -21,12 +21,14 @@ import httpx
 START_SECONDS = 120
 
 
-def spawn(args: Sequence[str], env: dict[str, str] | None = None, **popen) -> tuple[subprocess.Popen, str]:
-    """`heddle <args> --port 0 --port-file F`; the process and F (read it with `bound_port`)."""
+def spawn(args: Sequence[str], env: dict[str, str] | None = None, *, environ: Mapping[str, str] | None = None,
+          **popen) -> tuple[subprocess.Popen, str]:
+    """`heddle <args> --port 0 --port-file F` with `env` over `environ` (default: this process's);
+    the process and F (read it with `bound_port`)."""
     fd, port_file = tempfile.mkstemp(prefix="heddle-port-")
     os.close(fd)  # empty until the child has bound its port and replaced it
     proc = subprocess.Popen([sys.executable, "-m", "heddle", *args, "--port", "0", "--port-file", port_file],
-                            env={**os.environ, **(env or {})}, **popen)
+                            env={**(os.environ if environ is None else environ), **(env or {})}, **popen)
     return proc, port_file
 
 
