@@ -55,6 +55,8 @@ def listen(host: str, port: int, port_file: str | None = None) -> socket.socket:
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
         sock = socket.create_server((host, port), family=family, backlog=2048)
+    except OverflowError as exc:  # a port outside 0-65535
+        raise PortUnavailable(f"cannot listen on {host}:{port}: {exc}") from None
     except OSError as exc:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)  # without asyncio's "(while attempting ...)"
         raise PortUnavailable(f"cannot listen on {host}:{port}: {reason}") from None
