@@ -1,5 +1,7 @@
 """How `heddle serve` runs the app under uvicorn: one place, so tests serve it the same way.
 
+The listening socket is bound first, by `listen()`, and handed to uvicorn (`Server.run(sockets=...)`).
+
 The HTTP parser is httptools with a cap on an incomplete request head (httptools has no header
 size limit of its own: a 16 MB header line was read and served). Heads up to the cap reach the
 app, whose middleware answers 431 `headers_too_large` past `HEDDLE_MAX_HEADER_BYTES` (16 KiB);
@@ -10,6 +12,8 @@ ever buffered without bound. A response's head and body leave in one write
 
 from __future__ import annotations
 
+import os
+import socket
 from typing import Any
 
 from heddle.config import Settings
@@ -33,3 +37,32 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         "access_log": False,  # heddle's middleware writes one line per request itself
         "lifespan": "on",
     }
+
+
+class PortUnavailable(RuntimeError):
+    """The listening port cannot be bound (in use, not permitted, no such address)."""
+
+
+def listen(host: str, port: int, port_file: str | None = None) -> socket.socket:
+    """Bind the process's listening socket before anything else starts.
+
+    `heddle serve` and `heddle worker` bind here, before the app, the database or the queue
+    start, so that a taken port refuses the process in one line instead of leaving it running
+    without a listener (uvicorn only binds after the app's start-up). Port 0 lets the kernel
+    choose; `port_file` then tells whoever started the process which port it got (written
+    atomically, so a reader never sees half a number).
+    """
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+        sock = socket.create_server((host, port), family=family, backlog=2048)
+    except OverflowError as exc:  # a port outside 0-65535
+        raise PortUnavailable(f"cannot listen on {host}:{port}: {exc}") from None
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)  # without asyncio's "(while attempting ...)"
+        raise PortUnavailable(f"cannot listen on {host}:{port}: {reason}") from None
+    if port_file:
+        tmp = f"{port_file}.tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{sock.getsockname()[1]}\n")
+        os.replace(tmp, port_file)
+    return sock

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
@@ -16,7 +15,7 @@ from typer.testing import CliRunner
 
 from heddle.cli.main import app
 from heddle.config import get_settings
-from support.net import free_port
+from support.processes import bound_port, spawn, wait_healthy
 
 runner = CliRunner()
 
@@ -175,21 +174,17 @@ def test_a_bad_setting_is_one_line_for_control_commands_too(in_empty_folder, mon
 
 @pytest.mark.slow
 def test_serve_names_its_database_and_logs_one_line_per_request(tmp_path):
-    port = free_port()
     db = tmp_path / "served.db"
-    proc = subprocess.Popen([sys.executable, "-m", "heddle", "serve", "--port", str(port), "--database-url",
-                             f"sqlite+aiosqlite:///{db}"], env=_env(HEDDLE_LOG_JSON="true"), cwd=tmp_path,
-                            stderr=subprocess.PIPE, text=True)
+    proc, port_file = spawn(["serve", "--database-url", f"sqlite+aiosqlite:///{db}"], {"HEDDLE_LOG_JSON": "true"},
+                            environ=_env(), cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+
+    def output() -> str:
+        proc.wait(10)
+        return proc.stderr.read()
+
     try:
-        deadline = time.monotonic() + 120  # imports alone take ~20 s on a busy 2-core machine
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("heddle serve did not start in 120 s")
+        port = bound_port(proc, port_file, output)  # imports alone take ~20 s on a busy 2-core machine
+        wait_healthy(proc, port, output)
         assert httpx.get(f"http://127.0.0.1:{port}/v1/nothing-here", timeout=5).status_code == 404
         assert httpx.get(f"http://127.0.0.1:{port}/", timeout=5).status_code == 200
     finally:

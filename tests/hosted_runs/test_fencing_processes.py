@@ -17,7 +17,6 @@ import httpx
 import pytest
 
 from support.loom import open_thread, post, wait_run
-from support.net import free_port
 from support.processes import serve_process
 from support.server import LiveServer
 
@@ -37,17 +36,16 @@ def server(pg_database_factory):
     live.stop()
 
 
-def _serve(port: int, db_url: str) -> subprocess.Popen:
-    return serve_process(port, db_url, env={"HEDDLE_RUN_LEASE_SECONDS": str(LEASE_SECONDS),
-                                            "HEDDLE_OUTBOUND_TIMEOUT": "30"})
+def _serve(db_url: str) -> tuple[subprocess.Popen, str]:
+    return serve_process(db_url, env={"HEDDLE_RUN_LEASE_SECONDS": str(LEASE_SECONDS),
+                                       "HEDDLE_OUTBOUND_TIMEOUT": "30"})
 
 
 def test_paused_process_resumed_after_takeover_writes_and_calls_nothing(server, http, tenant, toolhost):
-    port = free_port()
-    proc = _serve(port, server.settings.database_url)
+    proc, base = _serve(server.settings.database_url)
     try:
         h = tenant.headers("web:sigstop")
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as a:
+        with httpx.Client(base_url=base, timeout=10) as a:
             run_id = post(a, h, open_thread(a, h, tenant.agent), "call: gated {}")["run_id"]
         assert toolhost.gate_entered.wait(15), "process A never called the tool"
         proc.send_signal(signal.SIGSTOP)

@@ -25,8 +25,8 @@ pytestmark = pytest.mark.slow
 IDENTIFIED = {"identifier": "DEUTDEFF"}
 
 
-def _serve(port: int, db_url: str, **env: str) -> subprocess.Popen:
-    return serve_process(port, db_url, env=env)
+def _serve(db_url: str, **env: str) -> tuple[subprocess.Popen, str]:
+    return serve_process(db_url, env=env)
 
 
 def _identify_charges(db_url: str, workspace_id: str) -> int:
@@ -64,7 +64,6 @@ def _send_and_lose(url: str, **kwargs) -> threading.Thread:
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_replay_after_kill_between_commit_and_response(backend, tmp_path, request):
-    from support.net import free_port
     from support.server import LiveServer
     from support.tenants import make_tenant
 
@@ -78,10 +77,8 @@ def test_replay_after_kill_between_commit_and_response(backend, tmp_path, reques
         thread = open_thread(http, h, agent)
     seed.stop()
 
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     message_key, identify_key = f"m-{uuid.uuid4()}", f"i-{uuid.uuid4()}"
-    proc = _serve(port, db_url, HEDDLE_FAULT_PAUSE_AFTER_COMMIT_S="60")
+    proc, base = _serve(db_url, HEDDLE_FAULT_PAUSE_AFTER_COMMIT_S="60")
     try:
         lost = [
             _send_and_lose(f"{base}/v1/loom/threads/{thread}/messages", json={"content": "only once"},
@@ -108,7 +105,7 @@ def test_replay_after_kill_between_commit_and_response(backend, tmp_path, reques
         if proc.poll() is None:
             proc.kill()
 
-    proc = _serve(port, db_url)
+    proc, base = _serve(db_url)  # a new process, on a port of its own
     try:
         with httpx.Client(base_url=base, timeout=10) as http:
             again = http.post(f"/v1/loom/threads/{thread}/messages", json={"content": "only once"},

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.slow
 class FakeChatServer:
     """Speaks just enough of POST /v1/chat/completions; the first request hangs."""
 
-    def __init__(self, port: int):
+    def __init__(self):
         self.requests = 0
         self.first_seen = threading.Event()
 
@@ -51,8 +52,11 @@ class FakeChatServer:
             })
 
         app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        # bound here, on a port the system picks: nothing else can take it before the server starts
+        sock = socket.create_server(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
 
     def __enter__(self):
         self.thread.start()
@@ -64,8 +68,8 @@ class FakeChatServer:
         self.server.should_exit = True
 
 
-def _serve(port: int, db_url: str, model_port: int) -> subprocess.Popen:
-    return serve_process(port, db_url, env={
+def _serve(db_url: str, model_port: int) -> tuple[subprocess.Popen, str]:
+    return serve_process(db_url, env={
         "HEDDLE_RATE_LIMIT_PER_SUBJECT": "off",  # wait_run polls far faster than a person
         "HEDDLE_MODEL_CLASSES": json.dumps({"remote": {
             "provider": "openai", "model": "fake-1", "base_url": f"http://127.0.0.1:{model_port}/v1",
@@ -74,13 +78,11 @@ def _serve(port: int, db_url: str, model_port: int) -> subprocess.Popen:
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_killed_mid_run_then_recovered(backend, tmp_path, request, monkeypatch):
-    from support.net import free_port
     from support.server import LiveServer
     from support.tenants import make_tenant
 
     db_url = (f"sqlite+aiosqlite:///{tmp_path / 'crash.db'}" if backend == "sqlite"
               else request.getfixturevalue("pg_database_factory")())
-    model_port, port = free_port(), free_port()
     # Seed with an in-process server on the same database (it also runs the migrations).
     monkeypatch.setenv("HEDDLE_MODEL_CLASSES", json.dumps({"remote": {"provider": "openai", "model": "x",
                                                                      "base_url": "http://127.0.0.1:9/v1", "api_key": "k"}}))
@@ -90,9 +92,8 @@ def test_killed_mid_run_then_recovered(backend, tmp_path, request, monkeypatch):
                              classes=("remote",))
     seed.stop()
 
-    with FakeChatServer(model_port) as fake:
-        proc = _serve(port, db_url, model_port)
-        base = f"http://127.0.0.1:{port}"
+    with FakeChatServer() as fake:
+        proc, base = _serve(db_url, fake.port)
         with httpx.Client(base_url=base, timeout=10) as http:
             h = tenant.headers("web:crash")
             run_id = post(http, h, open_thread(http, h, agent), "please work")["run_id"]
@@ -117,7 +118,7 @@ def test_killed_mid_run_then_recovered(backend, tmp_path, request, monkeypatch):
 
             asyncio.run(expire())
 
-        proc = _serve(port, db_url, model_port)
+        proc, base = _serve(db_url, fake.port)  # a new process, on a port of its own
         try:
             with httpx.Client(base_url=base, timeout=10) as http:
                 run = wait_run(http, h, run_id, states=("closed", "failed"), timeout=20)

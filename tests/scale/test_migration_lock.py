@@ -3,43 +3,32 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
-import time
 
-import httpx
 import pytest
 from sqlalchemy import text
 
 from heddle.db.base import create_engine
 from heddle.db.migrate import upgrade
-from support.net import free_port
+from support.processes import bound_port, spawn, wait_healthy
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.mark.slow
 def test_four_servers_started_at_once_on_an_empty_database_all_come_up(pg_url):
-    ports = [free_port() for _ in range(4)]
-    env = {**os.environ, "HEDDLE_DATABASE_URL": pg_url, "HEDDLE_LOG_LEVEL": "WARNING"}
-    procs = [subprocess.Popen([sys.executable, "-m", "heddle", "serve", "--port", str(p)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for p in ports]
+    env = {"HEDDLE_DATABASE_URL": pg_url, "HEDDLE_LOG_LEVEL": "WARNING"}
+    started = [spawn(["serve"], env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(4)]
+    procs = [proc for proc, _ in started]
     try:
-        up: set[int] = set()
-        deadline = time.monotonic() + 180  # four interpreters importing at once on a small machine
-        while len(up) < 4 and time.monotonic() < deadline:
-            for proc, port in zip(procs, ports, strict=True):
-                if port in up:
-                    continue
-                assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                        up.add(port)
-                except httpx.HTTPError:
-                    pass
-            time.sleep(0.2)
-        assert len(up) == 4
+        for proc, port_file in started:  # all four start at once; each is waited for in turn
+
+            def output(proc=proc) -> str:
+                proc.wait(10)
+                return proc.stderr.read().decode()
+
+            # 180 s: four interpreters importing at once on a small machine
+            wait_healthy(proc, bound_port(proc, port_file, output, 180), output, 180)
     finally:
         for proc in procs:
             proc.terminate()

@@ -2,46 +2,41 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
 
 from heddle.db import sqlite_owner
-from support.net import free_port
+from support.processes import bound_port, spawn, wait_healthy
 
 pytestmark = pytest.mark.slow
 
 
-def _start(db_url: str, port: int) -> subprocess.Popen:
-    env = {**os.environ, "HEDDLE_DATABASE_URL": db_url, "HEDDLE_LOG_LEVEL": "WARNING"}
-    return subprocess.Popen([sys.executable, "-m", "heddle", "serve", "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def _start(db_url: str) -> tuple[subprocess.Popen, str]:
+    """`heddle serve` on a port it picks; the process and its port file."""
+    return spawn(["serve"], {"HEDDLE_DATABASE_URL": db_url, "HEDDLE_LOG_LEVEL": "WARNING"},
+                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def _wait_healthy(proc: subprocess.Popen, port: int) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-            time.sleep(0.1)
-    raise AssertionError("server did not come up")
+def _wait_healthy(proc: subprocess.Popen, port_file: str) -> int:
+    def output() -> str:
+        proc.wait(10)
+        return proc.stderr.read().decode()
+
+    port = bound_port(proc, port_file, output)
+    wait_healthy(proc, port, output)
+    return port
 
 
 def test_second_server_on_a_held_file_refuses_and_a_crash_releases_it(tmp_path):
     db_url = f"sqlite+aiosqlite:///{tmp_path / 'one.db'}"
-    first_port, second_port = free_port(), free_port()
-    first = _start(db_url, first_port)
+    first, first_file = _start(db_url)
     try:
-        _wait_healthy(first, first_port)
-        second = _start(db_url, second_port)
+        first_port = _wait_healthy(first, first_file)
+        second, _ = _start(db_url)
         _, err = second.communicate(timeout=30)
         assert second.returncode == 1
         lines = err.decode().strip().splitlines()
@@ -52,9 +47,9 @@ def test_second_server_on_a_held_file_refuses_and_a_crash_releases_it(tmp_path):
 
         first.send_signal(signal.SIGKILL)  # a crash: the kernel drops the lock with the process
         first.wait(10)
-        third = _start(db_url, second_port)
+        third, third_file = _start(db_url)
         try:
-            _wait_healthy(third, second_port)
+            _wait_healthy(third, third_file)
         finally:
             third.terminate()
             third.wait(15)

@@ -13,8 +13,7 @@ import uvicorn
 
 from heddle.app import create_app
 from heddle.config import Settings
-from heddle.serving import uvicorn_options
-from support.net import free_port
+from heddle.serving import listen, uvicorn_options
 
 T = TypeVar("T")
 
@@ -23,7 +22,10 @@ class LiveServer:
     """Starts `create_app(settings)` under uvicorn; `call()` runs a coroutine on its loop."""
 
     def __init__(self, **settings: Any):
-        self.port = free_port()
+        # Bound now, on a port the system picks, as `heddle serve` binds before its start-up:
+        # nothing else can take the port while the app starts (free_port() left a window).
+        self.socket = listen("127.0.0.1", 0)
+        self.port = self.socket.getsockname()[1]
         settings.setdefault("log_level", "WARNING")
         settings.setdefault("outbound_allow_private", True)
         # Tests poll and hammer far above a person's rate; the rate-limit tests set their own.
@@ -35,7 +37,7 @@ class LiveServer:
         options = uvicorn_options(self.settings) | {"log_level": "warning"}
         config = uvicorn.Config(self.app, **options)
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
         self.base_url = f"http://127.0.0.1:{self.port}"
 
     @property

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 import signal
 import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
-import httpx
-
-from support.net import free_port
+from support.processes import bound_port, spawn, wait_healthy
 
 
 def queue_env(db_url: str, **extra: str) -> dict[str, str]:
@@ -28,10 +24,15 @@ def queue_env(db_url: str, **extra: str) -> dict[str, str]:
 @dataclass
 class Proc:
     kind: str
-    port: int
     popen: subprocess.Popen
+    port_file: str
     log_path: str = ""
     extra: dict = field(default_factory=dict)
+
+    @cached_property
+    def port(self) -> int:
+        """The port the process bound (it was started with --port 0); waits until it has."""
+        return bound_port(self.popen, self.port_file, self.log)
 
     @property
     def base_url(self) -> str:
@@ -42,18 +43,8 @@ class Proc:
         return self.popen.pid
 
     def wait_healthy(self, timeout: float = 180) -> Proc:  # generous: shared, loaded CI machines
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.popen.poll() is not None:
-                raise RuntimeError(f"{self.kind} exited {self.popen.returncode}: {self.log()[-3000:]}")
-            try:
-                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        self.kill()
-        raise RuntimeError(f"{self.kind} not healthy in {timeout}s: {self.log()[-3000:]}")
+        wait_healthy(self.popen, self.port, self.log, timeout)
+        return self
 
     def log(self) -> str:
         try:
@@ -74,11 +65,8 @@ class Proc:
 
 
 def start(kind: str, env: dict[str, str], tmp_path, *args: str) -> Proc:
-    """`heddle serve` (API) or `heddle worker`, its output in a file under tmp_path."""
-    port = free_port()
-    log_path = str(tmp_path / f"{kind}-{port}.log")
-    cli = ["serve", "--port", str(port)] if kind == "serve" else ["worker", "--port", str(port), *args]
+    """`heddle serve` (API) or `heddle worker` on a port it picks, its output in a file under tmp_path."""
+    log_path = str(tmp_path / f"{kind}-{secrets.token_hex(4)}.log")
     with open(log_path, "w") as log:
-        popen = subprocess.Popen([sys.executable, "-m", "heddle", *cli], env={**os.environ, **env},
-                                 stdout=log, stderr=subprocess.STDOUT)
-    return Proc(kind, port, popen, log_path)
+        popen, port_file = spawn([kind, *args], env, stdout=log, stderr=subprocess.STDOUT)
+    return Proc(kind, popen, port_file, log_path)

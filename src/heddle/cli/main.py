@@ -9,7 +9,7 @@ import typer
 from heddle.cli.config_errors import exit_with, is_settings_error, settings_problem
 from heddle.cli.control import agent_app, connection_app, credits_app, key_app, workspace_app
 from heddle.cli.demo import demo
-from heddle.cli.output import DatabaseUrl, JsonFlag, emit, run_db
+from heddle.cli.output import DatabaseUrl, JsonFlag, PortFile, emit, run_db
 from heddle.cli.up import up
 from heddle.cli.webhooks import webhook_app
 from heddle.identify.cli import app as identify_app
@@ -39,11 +39,22 @@ def _check_or_exit(settings, role: str) -> None:
         raise typer.Exit(2) from None
 
 
+def _listen_or_exit(role: str, host: str, port: int, port_file: str | None):
+    """The listening socket, bound before anything starts; a taken port is one line and exit 1."""
+    from heddle.serving import PortUnavailable, listen
+
+    try:
+        return listen(host, port, port_file)
+    except PortUnavailable as exc:
+        typer.echo(f"heddle {role}: refusing to start: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
 @app.command()
 def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.1 (HEDDLE_HOST)."),
           port: int | None = typer.Option(None, "--port", help="Default 8080 (HEDDLE_PORT)."),
           dev: bool = typer.Option(False, "--dev", help="Allow loopback/private outbound targets; readable logs."),
-          database_url: str = DatabaseUrl):
+          port_file: str | None = PortFile, database_url: str = DatabaseUrl):
     """Run the API, the run engine and the realtime server in one process."""
     import uvicorn
 
@@ -59,29 +70,33 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
         overrides["database_url"] = database_url
     if host:
         overrides["host"] = host
-    if port:
+    if port is not None:
         overrides["port"] = port
     if dev:
         overrides.update(dev=True, log_json=False)
     settings = Settings(**overrides)
     check_serving_config(settings)
     _check_or_exit(settings, "serve")
+    sock = _listen_or_exit("serve", settings.host, settings.port, port_file)  # before the database is touched
     try:  # held until the process exits; refused in one clear line rather than a start-up traceback
         sqlite_owner.hold(settings.database_url)
     except sqlite_owner.DatabaseInUse as exc:
         typer.echo(f"heddle serve: {exc}", err=True)
         raise typer.Exit(1) from None
     _, database_line = resolve_database(settings.database_url, may_create=True)
-    sys.stderr.write(f"Heddle on http://{settings.host}:{settings.port} (API reference at /docs); "
+    sys.stderr.write(f"Heddle on http://{settings.host}:{sock.getsockname()[1]} (API reference at /docs); "
                      f"{database_line}\n")
-    uvicorn.run(create_app(settings), **uvicorn_options(settings))
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), **uvicorn_options(settings)))
+    server.run(sockets=[sock])
+    if not server.started:  # as uvicorn.run: a start-up that failed is not a clean exit
+        raise typer.Exit(3)
 
 
 @app.command()
 def worker(concurrency: int | None = typer.Option(None, "--concurrency", min=1,
                                                   help="Runs executed at once (HEDDLE_WORKER_CONCURRENCY, 16)."),
            port: int | None = typer.Option(None, "--port", help="Health and metrics port (HEDDLE_WORKER_PORT)."),
-           database_url: str = DatabaseUrl):
+           port_file: str | None = PortFile, database_url: str = DatabaseUrl):
     """Execute queued runs (HEDDLE_EXECUTOR=queue, PostgreSQL); SIGTERM finishes or hands back runs."""
     import asyncio
 
@@ -98,9 +113,13 @@ def worker(concurrency: int | None = typer.Option(None, "--concurrency", min=1,
         overrides["worker_port"] = port
     settings = Settings(**overrides)
     _check_or_exit(settings, "worker")
+    health = None
+    if settings.worker_port is not None:  # bound before the queue starts: a taken port is refused here
+        health = _listen_or_exit("worker", settings.host, settings.worker_port, port_file)
+        sys.stderr.write(f"Heddle worker; health and metrics on http://{settings.host}:{health.getsockname()[1]}\n")
     configure_logging(settings.log_level, settings.log_json)
     asyncio.run(run_worker_process(
-        settings, concurrency=settings.worker_concurrency, health_port=settings.worker_port,
+        settings, concurrency=settings.worker_concurrency, health_socket=health,
         shutdown_grace=settings.worker_shutdown_grace, heartbeat_seconds=settings.worker_heartbeat_seconds,
         stalled_seconds=settings.worker_stalled_seconds))
 

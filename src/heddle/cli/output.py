@@ -21,6 +21,8 @@ err_console = Console(stderr=True)
 
 DatabaseUrl = typer.Option(None, "--database-url", help="Database URL (default: HEDDLE_DATABASE_URL).")
 JsonFlag = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
+PortFile = typer.Option(None, "--port-file", help="Once listening, write the port to this file "
+                                                  "(with --port 0: the port the system chose).")
 
 
 def emit(data: dict[str, Any], as_json: bool, human: Callable[[dict[str, Any]], None] | None = None) -> None:

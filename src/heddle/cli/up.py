@@ -3,6 +3,9 @@
 One `heddle serve` (API + built-in realtime, enqueues only) and N `heddle worker`s, as child
 processes sharing the database, the event bus and the realtime credentials. For development
 and trials; in production run the same commands under your process manager (docs/operations.md).
+
+Every child must answer /healthz within `--start-seconds`; a child that exits, or is not healthy
+in time, stops the others and `heddle up` exits 1 naming the child and its reason.
 """
 
 from __future__ import annotations
@@ -10,18 +13,22 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import subprocess
 import sys
+import tempfile
 import time
 
 import typer
 
+from heddle.cli.children import Child, port_file, wait_until_healthy
 from heddle.cli.output import DatabaseUrl
 
 
 def up(workers: int = typer.Option(2, "--workers", min=1, max=64, help="Worker processes to start."),
-       port: int = typer.Option(8080, "--port", help="API port; workers' health ports follow it."),
+       port: int = typer.Option(8080, "--port", min=0, max=65535,
+                                help="API port; workers' health ports follow it (0: every process picks a free one)."),
        concurrency: int | None = typer.Option(None, "--concurrency", min=1, help="Runs per worker at once."),
+       start_seconds: float = typer.Option(120, "--start-seconds", min=1,
+                                           help="How long each process may take to answer /healthz."),
        dev: bool = typer.Option(False, "--dev", help="As `heddle serve --dev`."),
        database_url: str = DatabaseUrl):
     """Start the API and N workers locally (HEDDLE_EXECUTOR=queue on PostgreSQL); Ctrl-C stops all."""
@@ -47,15 +54,6 @@ def up(workers: int = typer.Option(2, "--workers", min=1, max=64, help="Worker p
         raise typer.Exit(2) from None
     upgrade_sync(settings.database_url)  # once, before the children start
     env["HEDDLE_MIGRATE_ON_START"] = "false"
-    heddle = [sys.executable, "-m", "heddle"]
-    extra = ["--dev"] if dev else []
-    commands = [[*heddle, "serve", "--port", str(port), *extra]]
-    for i in range(workers):
-        cmd = [*heddle, "worker", "--port", str(port + 1 + i)]
-        commands.append(cmd + (["--concurrency", str(concurrency)] if concurrency else []))
-    children = [subprocess.Popen(cmd) for cmd in commands]
-    typer.echo(f"heddle up: API on {settings.host}:{port}, {workers} worker(s) with health on ports "
-               f"{port + 1}-{port + workers}; Ctrl-C stops them.", err=True)
     stopping = False
 
     def stop(*_args) -> None:
@@ -64,13 +62,35 @@ def up(workers: int = typer.Option(2, "--workers", min=1, max=64, help="Worker p
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    while not stopping and all(child.poll() is None for child in children):
-        time.sleep(0.2)
-    for child in children:  # SIGTERM: workers finish or hand back their runs
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-    codes = [child.wait() for child in children]
+    with tempfile.TemporaryDirectory(prefix="heddle-up-") as ports:
+        children = [Child(name, command, port_file(ports, name), settings.host)
+                    for name, command in _commands(workers, port, concurrency, dev)]
+        failed = wait_until_healthy(children, start_seconds, lambda: stopping)
+        if failed is None and not stopping:
+            worker_ports = ", ".join(str(child.port) for child in children[1:])
+            typer.echo(f"heddle up: API on http://{settings.host}:{children[0].port}, {workers} worker(s) "
+                       f"with health on port(s) {worker_ports}; Ctrl-C stops them.", err=True)
+            while not stopping and failed is None:
+                failed = next((f"{child.name} {why}" for child in children
+                               if (why := child.failure()) is not None), None)
+                time.sleep(0.2)
+        for child in children:
+            child.stop()
+        codes = [child.wait() for child in children]
+    if failed is not None:
+        typer.echo(f"heddle up: {failed}; stopped the others.", err=True)
+        raise typer.Exit(1)
     # uvicorn re-raises the SIGTERM it handled once it has shut down: -15 is a clean stop.
-    if any(code not in (0, -signal.SIGTERM) for code in codes) or not stopping:
+    if any(code not in (0, -signal.SIGTERM) for code in codes):
         typer.echo(f"heddle up: exit codes {codes} (API first)", err=True)
         raise typer.Exit(1)
+
+
+def _commands(workers: int, port: int, concurrency: int | None, dev: bool) -> list[tuple[str, list[str]]]:
+    """(name, command) of each child: the API first, then the workers on the ports after it."""
+    heddle = [sys.executable, "-m", "heddle"]
+    commands = [("api", [*heddle, "serve", "--port", str(port), *(["--dev"] if dev else [])])]
+    for i in range(1, workers + 1):
+        command = [*heddle, "worker", "--port", str(port + i if port else 0)]
+        commands.append((f"worker {i}", command + (["--concurrency", str(concurrency)] if concurrency else [])))
+    return commands

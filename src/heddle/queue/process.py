@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 
 import uvicorn
 
@@ -24,7 +25,7 @@ class _HealthServer(uvicorn.Server):
         return contextlib.nullcontext()
 
 
-async def run_worker_process(settings: Settings, *, concurrency: int, health_port: int | None,
+async def run_worker_process(settings: Settings, *, concurrency: int, health_socket: socket.socket | None,
                              shutdown_grace: float, heartbeat_seconds: float, stalled_seconds: float) -> None:
     container = await build_container(settings, role="worker")
     health: _HealthServer | None = None
@@ -32,11 +33,12 @@ async def run_worker_process(settings: Settings, *, concurrency: int, health_por
     try:
         worker = RunWorker(container, concurrency=concurrency, shutdown_grace=shutdown_grace,
                            heartbeat_seconds=heartbeat_seconds, stalled_seconds=stalled_seconds)
-        if health_port is not None:
-            health = _HealthServer(uvicorn.Config(health_app(worker), host=settings.host, port=health_port,
-                                                  log_level="warning", access_log=False, lifespan="off"))
-            health_task = asyncio.create_task(health.serve(), name="worker-health")
-        log.info("worker_started", owner=worker.owner, concurrency=concurrency, health_port=health_port)
+        if health_socket is not None:  # bound by the caller, before anything started
+            health = _HealthServer(uvicorn.Config(health_app(worker), log_level="warning", access_log=False,
+                                                  lifespan="off"))
+            health_task = asyncio.create_task(health.serve(sockets=[health_socket]), name="worker-health")
+        log.info("worker_started", owner=worker.owner, concurrency=concurrency,
+                 health_port=health_socket.getsockname()[1] if health_socket else None)
         await worker.run()
         log.info("worker_stopped", owner=worker.owner)
     finally:
