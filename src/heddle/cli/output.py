@@ -10,6 +10,7 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from heddle.cli.database import resolve as resolve_database
 from heddle.db.base import Database
@@ -21,6 +22,20 @@ err_console = Console(stderr=True)
 
 DatabaseUrl = typer.Option(None, "--database-url", help="Database URL (default: HEDDLE_DATABASE_URL).")
 JsonFlag = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
+
+
+def table(*columns: str, numeric: tuple[str, ...] = ()) -> Table:
+    """A table that wraps long cells instead of cutting them: an id, a timestamp or a ref cut
+    with an ellipsis at 80 columns cannot be copied. Columns named in `numeric` align right."""
+    t = Table()
+    for name in columns:
+        t.add_column(name, overflow="fold", justify="right" if name in numeric else "left")
+    return t
+
+
+def when(iso_time: str | None) -> str:
+    """`2026-11-26T00:43:25.123456+00:00` as `2026-11-26 00:43:25` (UTC, as stored)."""
+    return (iso_time or "").replace("T", " ")[:19]
 
 
 def emit(data: dict[str, Any], as_json: bool, human: Callable[[dict[str, Any]], None] | None = None) -> None:
@@ -36,7 +51,8 @@ def fail(message: str, as_json: bool, code: str = "invalid_argument", exit_code:
     if as_json:
         sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
     else:
-        err_console.print(f"[red]error:[/red] {message}", highlight=False)
+        # soft_wrap: a command quoted in the message stays on one line, pasteable
+        err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(exit_code)
 
 
