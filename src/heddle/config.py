@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -58,6 +58,22 @@ class Settings(BaseSettings):
     rate_limit_per_subject: str = "10/second;300/minute"
     rate_limit_storage: str = "memory://"  # or redis://host:6379 to share counters between processes
 
+    @field_validator("database_url")
+    @classmethod
+    def _usable_database_url(cls, value: str) -> str:
+        from heddle.db.urls import check_database_url
+
+        return check_database_url(value)  # `postgres://...` stops here in one line, not at first use
+
+    @model_validator(mode="after")
+    def _pusher_app_id(self) -> Settings:
+        # The `pusher` library refuses any other app id at its first publish, long after start-up
+        # (soketi's default `app-id` included); the built-in server only compares it.
+        if self.realtime == "pusher" and self.pusher_app_id and not self.pusher_app_id.isdigit():
+            raise ValueError(f"HEDDLE_PUSHER_APP_ID: must be digits with HEDDLE_REALTIME=pusher (got "
+                             f"{self.pusher_app_id!r}); for soketi set SOKETI_DEFAULT_APP_ID to a number too")
+        return self
+
     @field_validator("rate_limit_per_key", "rate_limit_per_subject")
     @classmethod
     def _rate_limit_rule(cls, value: str) -> str:
@@ -86,7 +102,7 @@ class Settings(BaseSettings):
 
     # --- realtime ---
     realtime: Literal["builtin", "pusher", "off"] = "builtin"
-    pusher_app_id: str = ""
+    pusher_app_id: str = ""  # with HEDDLE_REALTIME=pusher: digits only (see _pusher_app_id)
     pusher_key: str = ""
     pusher_secret: str = ""
     pusher_cluster: str = "mt1"

@@ -50,9 +50,11 @@ def test_the_cli_refuses_to_create_a_database_it_was_not_asked_for(in_empty_fold
 
 def test_the_cli_says_which_database_it_uses(in_empty_folder):
     url = f"sqlite+aiosqlite:///{in_empty_folder / 'named.db'}"
+    code, out, err = cli("migrate", "--database-url", url)
+    assert code == 0 and f"SQLite file {in_empty_folder / 'named.db'} (new: creating it)" in err
     code, out, err = cli("workspace", "create", "--name", "Acme", "--database-url", url)
     assert code == 0 and out["id"].startswith("ws_")
-    assert f"SQLite file {in_empty_folder / 'named.db'} (new: creating it)" in err
+    assert "creating" not in err
     code, out, err = cli("workspace", "show", out["id"], "--database-url", url)
     assert code == 0 and f"database: SQLite file {in_empty_folder / 'named.db'}" in err
     assert "creating" not in err
@@ -68,6 +70,7 @@ def test_heddle_migrate_creates_the_default_database(in_empty_folder):
 
 def _workspace(folder) -> tuple[str, str]:
     url = f"sqlite+aiosqlite:///{folder / 'heddle.db'}"
+    assert cli("migrate", "--database-url", url)[0] == 0
     code, out, _ = cli("workspace", "create", "--name", "Acme", "--database-url", url)
     assert code == 0
     return url, out["id"]

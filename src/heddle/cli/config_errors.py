@@ -12,6 +12,7 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 EXIT_CONFIG = 2
+_SECRET_WORDS = ("url", "secret", "key", "password", "token")
 
 
 def settings_problem(exc: ValidationError) -> str:
@@ -21,7 +22,13 @@ def settings_problem(exc: ValidationError) -> str:
         field = str(error["loc"][0]) if error.get("loc") else "settings"
         got = error.get("input")
         shown = f" (got {got!r})" if isinstance(got, str | int | float) and len(repr(got)) < 80 else ""
-        parts.append(f"HEDDLE_{field.upper()}: {error['msg']}{shown}")
+        if any(word in field for word in _SECRET_WORDS):  # a URL or key may carry a password
+            shown = ""
+        message = error["msg"].removeprefix("Value error, ")  # our own validators' sentences
+        if not error.get("loc"):  # a rule across settings: its sentence names them itself
+            parts.append(message)
+            continue
+        parts.append(f"HEDDLE_{field.upper()}: {message}{shown}")
     return "; ".join(parts)
 
 

@@ -11,16 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from heddle.cli.config_errors import exit_with, is_settings_error, settings_problem
 from heddle.cli.database import DatabaseMissing
-from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, fail, run_db
+from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, fail, run_db, table, when
 from heddle.config import get_settings
 from heddle.control import agents as agents_control
 from heddle.control import credits as credits_control
 from heddle.control import workspaces as ws_control
 from heddle.control.errors import OutboundPolicy
+from heddle.db.urls import DatabaseUrlError
 from heddle.errors import HeddleError
 from heddle.loom.agent_file import AgentFileError, load_agent_file
 
@@ -47,6 +47,8 @@ def guarded(as_json: bool, database_url: str | None, work) -> Any:
         return run_db(database_url, work)
     except DatabaseMissing as exc:
         fail(str(exc), as_json, code="database_missing")
+    except DatabaseUrlError:
+        raise  # a configuration mistake: main() says it in one line with exit status 2
     except HeddleError as exc:
         fail(exc.message, as_json, code=_cli_code(exc))
     except (ValueError, LookupError) as exc:
@@ -71,8 +73,9 @@ def known_model_classes() -> list[str]:
     return ModelRegistry.from_json(get_settings().model_classes).names()
 
 
-@workspace_app.command("create")
-def workspace_create(name: str = typer.Option(..., "--name"), credits: float = typer.Option(0, "--credits", min=0),
+@workspace_app.command("create", help='Create a workspace, optionally with starting credits.')
+def workspace_create(name: str = typer.Option(..., "--name", help="A name people recognise."),
+                     credits: float = typer.Option(0, "--credits", min=0, help="Starting credits."),
                      database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     async def work(s):
         data = await ws_control.create(s, name, credits)
@@ -82,18 +85,19 @@ def workspace_create(name: str = typer.Option(..., "--name"), credits: float = t
         f"Created workspace [bold]{d['id']}[/bold] ({d['name']}) with {d['balance_credits']} credits."))
 
 
-@workspace_app.command("list")
+@workspace_app.command("list", help='Every workspace, with its balance.')
 def workspace_list(database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     def human(d: dict[str, Any]) -> None:
-        table = Table("id", "name", "balance", "created")
+        rows = table("id", "name", "balance", "created (UTC)", numeric=("balance",))
         for ws in d["items"]:
-            table.add_row(ws["id"], ws["name"], str(ws["balance_credits"]), ws["created_at"])
-        console.print(table)
+            rows.add_row(ws["id"], ws["name"], str(ws["balance_credits"]), when(ws["created_at"]))
+        console.print(rows)
 
     emit(guarded(as_json, database_url, ws_control.list_all), as_json, human)
 
 
-@workspace_app.command("update")
+@workspace_app.command("update",
+    help="Change a workspace's settings: direct mode, origins, mint URL, limits, webhook, retention.")
 def workspace_update(
     workspace: str = typer.Argument(..., help="Workspace id (ws_…)"),
     jwks_uri: str | None = typer.Option(None, "--jwks-uri", help="URL of your public JWKS ('' clears)."),
@@ -102,7 +106,8 @@ def workspace_update(
                                                     help="Exact scheme://host[:port]; repeat; replaces the list."),
     clear_origins: bool = typer.Option(False, "--clear-origins", help="Remove every allowed origin."),
     mint_url: str | None = typer.Option(None, "--mint-url", help="Your subject-token mint endpoint ('' clears)."),
-    rotate_request_secret: bool = typer.Option(False, "--rotate-request-secret"),
+    rotate_request_secret: bool = typer.Option(False, "--rotate-request-secret",
+                                               help="New secret for signing requests to your tool hosts."),
     realtime: str | None = typer.Option(None, "--realtime", help="on or off"),
     rate_limit_per_key: str | None = typer.Option(
         None, "--rate-limit-per-key", help="Requests per API key, e.g. '100/second;3000/minute', 'off' or 'default'."),
@@ -112,7 +117,8 @@ def workspace_update(
                                               help="Erase threads idle this many days (0 keeps them)."),
     webhook_url: str | None = typer.Option(None, "--webhook-url",
                                            help="Where run webhooks are POSTed ('' removes the webhook)."),
-    rotate_webhook_secret: bool = typer.Option(False, "--rotate-webhook-secret"),
+    rotate_webhook_secret: bool = typer.Option(False, "--rotate-webhook-secret",
+                                               help="New secret for signing webhook deliveries."),
     dev: bool = DevFlag, database_url: str = DatabaseUrl, as_json: bool = JsonFlag,
 ):
     jwks_json: dict[str, Any] | None = None
@@ -133,14 +139,15 @@ def workspace_update(
                  lambda s: ws_control.update(s, workspace, change, _policy(dev), reveal_secrets=True)), as_json)
 
 
-@workspace_app.command("show")
-def workspace_show(workspace: str = typer.Argument(...), database_url: str = DatabaseUrl,
+@workspace_app.command("show", help="A workspace's settings and balance.")
+def workspace_show(workspace: str = typer.Argument(..., help="Workspace id (ws_…)"), database_url: str = DatabaseUrl,
                    as_json: bool = JsonFlag):
     emit(guarded(as_json, database_url, lambda s: ws_control.show(s, workspace)), as_json)
 
 
-@key_app.command("create")
-def key_create(workspace: str = typer.Option(..., "--workspace"), mode: str = typer.Option("live", "--mode"),
+@key_app.command("create", help='Create an API key; its secret is printed once.')
+def key_create(workspace: str = typer.Option(..., "--workspace", help="Workspace id (ws_…)"),
+               mode: str = typer.Option("live", "--mode", help="live or test."),
                database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     data = guarded(as_json, database_url, lambda s: ws_control.create_key(s, workspace, mode))
     emit(data, as_json, lambda d: console.print(
@@ -148,15 +155,18 @@ def key_create(workspace: str = typer.Option(..., "--workspace"), mode: str = ty
         highlight=False))
 
 
-@key_app.command("revoke")
-def key_revoke(key_id: str = typer.Argument(...), database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+@key_app.command("revoke", help='Revoke an API key: requests with it are refused from now on.')
+def key_revoke(key_id: str = typer.Argument(..., help="Key id (key_…)"), database_url: str = DatabaseUrl,
+               as_json: bool = JsonFlag):
     emit(guarded(as_json, database_url, lambda s: ws_control.revoke_key(s, key_id)), as_json)
 
 
-@connection_app.command("create")
-def connection_create(workspace: str = typer.Option(..., "--workspace"), name: str = typer.Option(..., "--name"),
-                      base_url: str = typer.Option(..., "--base-url"), dev: bool = DevFlag,
-                      database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+@connection_app.command("create", help='Register a host of your tools (its base URL) under a name.')
+def connection_create(workspace: str = typer.Option(..., "--workspace", help="Workspace id (ws_…)"),
+                      name: str = typer.Option(..., "--name", help="How agent files name it (connection:)."),
+                      base_url: str = typer.Option(..., "--base-url",
+                                                   help="https://host[/prefix]; tool paths follow it."),
+                      dev: bool = DevFlag, database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     emit(guarded(as_json, database_url,
                  lambda s: ws_control.create_connection(s, workspace, name, base_url, _policy(dev))), as_json)
 
@@ -168,8 +178,8 @@ def _agent_file(file: Path, as_json: bool):
         fail(str(exc), as_json)
 
 
-@agent_app.command("create")
-def agent_create(workspace: str = typer.Option(..., "--workspace"),
+@agent_app.command("create", help='Create an agent from an agent file (YAML or JSON).')
+def agent_create(workspace: str = typer.Option(..., "--workspace", help="Workspace id (ws_…)"),
                  file: Path = typer.Option(..., "--file", help="Agent file (YAML or JSON)."),
                  database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     spec, classes = _agent_file(file, as_json)
@@ -191,19 +201,20 @@ def agent_update(agent: str = typer.Argument(..., help="Agent id (agent_…)"),
     emit(guarded(as_json, database_url, work), as_json)
 
 
-@agent_app.command("list")
-def agent_list(workspace: str = typer.Option(..., "--workspace"), database_url: str = DatabaseUrl,
+@agent_app.command("list", help="A workspace's agents, with their current version.")
+def agent_list(workspace: str = typer.Option(..., "--workspace", help="Workspace id (ws_…)"),
+               database_url: str = DatabaseUrl,
                as_json: bool = JsonFlag):
     def human(d: dict[str, Any]) -> None:
-        table = Table("id", "name", "model class", "version", "created")
+        rows = table("id", "name", "model class", "version", "created (UTC)", numeric=("version",))
         for a in d["items"]:
-            table.add_row(a["id"], a["name"], a["model_class"], str(a["version"]), a["created_at"])
-        console.print(table)
+            rows.add_row(a["id"], a["name"], a["model_class"], str(a["version"]), when(a["created_at"]))
+        console.print(rows)
 
     emit(guarded(as_json, database_url, lambda s: agents_control.list_agents(s, workspace)), as_json, human)
 
 
-@agent_app.command("show")
+@agent_app.command("show", help="An agent's current definition, or one version's.")
 def agent_show(agent: str = typer.Argument(..., help="Agent id (agent_…)"),
                version: int | None = typer.Option(None, "--version", min=1, help="Show this version's definition."),
                database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
@@ -218,15 +229,17 @@ def agent_show(agent: str = typer.Argument(..., help="Agent id (agent_…)"),
 
 def _ledger_table(d: dict[str, Any]) -> None:
     console.print(f"Workspace {d['workspace_id']}: balance [bold]{d['balance_credits']}[/bold] credits")
-    table = Table("id", "kind", "reason", "amount", "balance after", "ref", "at")
+    rows = table("id", "kind", "reason", "amount", "balance after", "ref", "at (UTC)",
+                 numeric=("id", "amount", "balance after"))
     for e in d["ledger"]:
-        table.add_row(str(e["id"]), e["kind"], e["reason"], str(e["amount_credits"]),
-                      str(e["balance_after_credits"]), e["ref"] or "", e["created_at"])
-    console.print(table)
+        rows.add_row(str(e["id"]), e["kind"], e["reason"], str(e["amount_credits"]),
+                     str(e["balance_after_credits"]), e["ref"] or "", when(e["created_at"]))
+    console.print(rows)
 
 
-@credits_app.command("grant")
-def credits_grant(workspace: str = typer.Argument(...), amount: float = typer.Argument(...),
+@credits_app.command("grant", help='Add credits to a workspace; prints the ledger.')
+def credits_grant(workspace: str = typer.Argument(..., help="Workspace id (ws_…)"),
+                  amount: float = typer.Argument(..., help="Credits to add (positive)."),
                   database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     if amount <= 0:
         fail("AMOUNT must be positive", as_json)
@@ -234,8 +247,9 @@ def credits_grant(workspace: str = typer.Argument(...), amount: float = typer.Ar
          _ledger_table)
 
 
-@credits_app.command("show")
-def credits_show(workspace: str = typer.Argument(...), database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+@credits_app.command("show", help="A workspace's balance and its ledger, newest first.")
+def credits_show(workspace: str = typer.Argument(..., help="Workspace id (ws_…)"), database_url: str = DatabaseUrl,
+                 as_json: bool = JsonFlag):
     emit(guarded(as_json, database_url, lambda s: credits_control.view(s, workspace)), as_json, _ledger_table)
 
 
@@ -244,7 +258,7 @@ def key_generate_jwk(
     alg: str = typer.Option("ES256", "--alg", help="RS256/384/512, ES256/384/512 or PS256/384/512."),
     kid: str | None = typer.Option(None, "--kid", help="Key id (default: generated)."),
     out: Path = typer.Option(Path("heddle-keys"), "--out", help="Directory for private.pem and jwks.json."),
-    rsa_bits: int = typer.Option(3072, "--rsa-bits", min=2048, max=8192),
+    rsa_bits: int = typer.Option(3072, "--rsa-bits", min=2048, max=8192, help="RSA key size (RS/PS only)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing private.pem there."),
     merge_into: Path | None = typer.Option(None, "--merge-into",
                                            help="An existing JWKS to publish the new key beside (rotation)."),

@@ -3,8 +3,9 @@
 The default URL is a relative `./heddle.db`: run from another folder, a command used to create
 an empty database there and work on it silently. Now every command names the database on
 stderr (stdout stays one JSON object with --json), and a SQLite file that does not exist yet
-is only created when asked: by naming the database (`--database-url` or
-`HEDDLE_DATABASE_URL`), or by `heddle migrate` / `heddle serve`, whose job it is.
+is only created by `heddle migrate` or `heddle serve`, whose job it is. Naming a file that does
+not exist (`--database-url` or `HEDDLE_DATABASE_URL`) is refused too: a typo in the name would
+otherwise start an empty database and every command would quietly work on it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from heddle.config import get_settings
+from heddle.db.urls import check_database_url
 
 
 class DatabaseMissing(LookupError):
@@ -40,15 +42,20 @@ def describe(url: str) -> str:
 
 def resolve(database_url: str | None, *, may_create: bool = False) -> tuple[str, str]:
     """The URL to use and a line saying which database it is; DatabaseMissing when the
-    default SQLite file does not exist and nobody asked for a new one."""
+    SQLite file does not exist and the command is not one that creates it (`may_create`);
+    DatabaseUrlError (one line, with the fix) for a URL Heddle cannot use."""
     settings = get_settings()
-    url = database_url or settings.database_url
-    explicit = bool(database_url) or "database_url" in settings.model_fields_set
+    url = check_database_url(database_url) if database_url else settings.database_url
     path = sqlite_file(url)
     if path is None or path.exists():
         return url, f"database: {describe(url)}"
-    if explicit or may_create:
+    if may_create:
         return url, f"database: {describe(url)} (new: creating it)"
+    if database_url or "database_url" in settings.model_fields_set:
+        named = "--database-url" if database_url else "HEDDLE_DATABASE_URL"
+        raise DatabaseMissing(
+            f"no Heddle database at {path} (named by {named}); check the file name, or create it "
+            f"with `heddle migrate --database-url {url}` or by starting `heddle serve` on it.")
     raise DatabaseMissing(
         f"no Heddle database at {path}. Start the server first (`make serve` or `heddle serve` "
         "creates it), run this command where your heddle.db is, name one with --database-url or "

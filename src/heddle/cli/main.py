@@ -12,6 +12,7 @@ from heddle.cli.demo import demo
 from heddle.cli.output import DatabaseUrl, JsonFlag, PortFile, emit, run_db
 from heddle.cli.up import up
 from heddle.cli.webhooks import webhook_app
+from heddle.db.urls import DatabaseUrlError
 from heddle.identify.cli import app as identify_app
 from heddle.operators.cli import app as operator_app
 
@@ -138,7 +139,9 @@ def migrate(database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
 def main() -> None:
     try:
         app()
-    except Exception as exc:  # a bad HEDDLE_* value: one line, not a traceback
+    except Exception as exc:  # a bad HEDDLE_* value or database URL: one line, not a traceback
         if is_settings_error(exc):
             exit_with(settings_problem(exc))
+        if isinstance(exc, DatabaseUrlError):
+            exit_with(f"--database-url: {exc}")
         raise

@@ -10,6 +10,7 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from heddle.cli.database import resolve as resolve_database
 from heddle.db.base import Database
@@ -25,6 +26,20 @@ PortFile = typer.Option(None, "--port-file", help="Once listening, write the por
                                                   "(with --port 0: the port the system chose).")
 
 
+def table(*columns: str, numeric: tuple[str, ...] = ()) -> Table:
+    """A table that wraps long cells instead of cutting them: an id, a timestamp or a ref cut
+    with an ellipsis at 80 columns cannot be copied. Columns named in `numeric` align right."""
+    t = Table()
+    for name in columns:
+        t.add_column(name, overflow="fold", justify="right" if name in numeric else "left")
+    return t
+
+
+def when(iso_time: str | None) -> str:
+    """`2026-11-26T00:43:25.123456+00:00` as `2026-11-26 00:43:25` (UTC, as stored)."""
+    return (iso_time or "").replace("T", " ")[:19]
+
+
 def emit(data: dict[str, Any], as_json: bool, human: Callable[[dict[str, Any]], None] | None = None) -> None:
     if as_json:
         sys.stdout.write(json.dumps(data, default=str) + "\n")
@@ -38,7 +53,8 @@ def fail(message: str, as_json: bool, code: str = "invalid_argument", exit_code:
     if as_json:
         sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
     else:
-        err_console.print(f"[red]error:[/red] {message}", highlight=False)
+        # soft_wrap: a command quoted in the message stays on one line, pasteable
+        err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(exit_code)
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.table import Table
 
-from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, fail, run_db
+from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, table, when
 from heddle.webhooks import service as webhook_service
 from heddle.workspaces import service as ws_service
 
@@ -16,18 +15,19 @@ webhook_app = typer.Typer(help="Run webhooks: deliveries and their attempts.", n
 
 def _table(d: dict[str, Any]) -> None:
     console.print(f"Workspace {d['workspace_id']}: webhook URL {d['webhook_url'] or '(none)'}")
-    table = Table("event id", "type", "run", "state", "attempts", "last status / error", "next attempt", "created")
+    rows = table("event id", "type", "run", "state", "attempts", "last status / error", "next attempt (UTC)",
+                 "created (UTC)", numeric=("attempts",))
     for item in d["items"]:
         last = item["attempts"][-1] if item["attempts"] else {"http_status": None, "error": None}
         outcome = f"{last['http_status'] or ''} {last['error'] or ''}".strip()
-        table.add_row(item["id"], item["type"], item["run_id"] or "", item["state"], str(item["attempt_count"]),
-                      outcome[:60], item["next_attempt_at"] or "", item["created_at"])
-    console.print(table)
+        rows.add_row(item["id"], item["type"], item["run_id"] or "", item["state"], str(item["attempt_count"]),
+                     outcome[:60], when(item["next_attempt_at"]), when(item["created_at"]))
+    console.print(rows)
 
 
 @webhook_app.command("deliveries")
 def deliveries(workspace: str = typer.Argument(..., help="Workspace id (ws_…)"),
-               limit: int = typer.Option(20, "--limit", min=1, max=500),
+               limit: int = typer.Option(20, "--limit", min=1, max=500, help="How many, newest first."),
                state: str | None = typer.Option(None, "--state", help="pending, delivered or failed"),
                database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     """The newest webhook deliveries, each with every attempt (time, status, error)."""
@@ -37,10 +37,6 @@ def deliveries(workspace: str = typer.Argument(..., help="Workspace id (ws_…)"
         items = await webhook_service.list_deliveries(s, workspace, limit=limit, state=state)
         return {"workspace_id": workspace, "webhook_url": endpoint.url if endpoint else None, "items": items}
 
-    try:
-        data = run_db(database_url, work)
-    except ws_service.NotFound as exc:
-        fail(str(exc).strip("'\""), as_json, code="not_found")
-    except ValueError as exc:
-        fail(str(exc), as_json)
-    emit(data, as_json, _table)
+    from heddle.cli.control import guarded  # a missing database, an unknown workspace: one line each
+
+    emit(guarded(as_json, database_url, work), as_json, _table)

@@ -56,6 +56,11 @@ class Auth:
 
     def __init__(self, api_key: str | None, token: str | None, get_token: Callable[[], Any] | None,
                  subject: str | None, connection: str | None):
+        for name, value in (("api_key", api_key), ("token", token)):
+            if value is not None and not (isinstance(value, str) and value.strip()):
+                # An unset environment variable read as "" would otherwise fail at the first call.
+                raise ValueError(f"{name} is empty: pass the workspace key (sk_...) as api_key for relay "
+                                 "mode, or a session token (or get_token) for direct mode")
         if sum(x is not None for x in (api_key, token, get_token)) != 1:
             raise ValueError("give exactly one of api_key (relay), token or get_token (direct)")
         self.api_key, self.token, self.get_token = api_key, token, get_token

@@ -16,7 +16,7 @@ from heddle.control.errors import invalid, not_found
 from heddle.control.workspaces import workspace
 from heddle.errors import HeddleError
 from heddle.loom import agents as agent_service
-from heddle.loom.agent_file import AgentFile, AgentFileError, parse_agent_file
+from heddle.loom.agent_file import AgentFile, AgentFileError, field_message, field_path, parse_agent_file
 from heddle.loom.models import Agent
 from heddle.timeutil import iso
 
@@ -33,9 +33,8 @@ def parse_spec(body: dict[str, Any]) -> AgentFile:
     try:
         return AgentFile.model_validate(body)
     except ValidationError as exc:
-        details = [{"location": "body", "field": ".".join(str(p) for p in e["loc"]
-                                                          if not str(p).startswith(("BuiltinTool", "HostedTool")))
-                    or None, "message": e["msg"], "type": e["type"]} for e in exc.errors()]
+        details = [{"location": "body", "field": field_path(e["loc"]) or None, "message": field_message(e),
+                    "type": e["type"]} for e in exc.errors()]
         fields = ", ".join(sorted({d["field"] or "body" for d in details}))
         raise HeddleError("invalid_request", f"Invalid agent file: check {fields}.", details=details) from None
 

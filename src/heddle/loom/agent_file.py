@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from heddle.loom.providers.base import ASK_USER_TOOL
 
@@ -68,12 +68,27 @@ class HostedTool(BaseModel):
         return v
 
 
+def _tool_kind(value: Any) -> str:
+    """A tool entry is a built-in when it says `builtin:`; anything else is read as a hosted tool.
+
+    Choosing first (rather than trying both shapes) gives one error about the entry the author
+    meant: `{builtin: identfy}` is "tools.0.builtin: Input should be 'identify'", not two
+    failures, one of them about a hosted tool the author never wrote."""
+    data = value if isinstance(value, dict) else getattr(value, "__dict__", {})
+    return _BUILTIN_TAG if "builtin" in data else _HOSTED_TAG
+
+
+_BUILTIN_TAG, _HOSTED_TAG = "builtin-tool", "hosted-tool"
+ToolEntry = Annotated[Annotated[BuiltinTool, Tag(_BUILTIN_TAG)] | Annotated[HostedTool, Tag(_HOSTED_TAG)],
+                      Discriminator(_tool_kind)]
+
+
 class AgentFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Annotated[str, Field(min_length=1, max_length=200)]
     model_class: Annotated[str, Field(min_length=1, max_length=100)]
     instructions: Annotated[str, Field(max_length=32_000)] = ""
-    tools: list[BuiltinTool | HostedTool] = Field(default_factory=list, max_length=64)
+    tools: list[ToolEntry] = Field(default_factory=list, max_length=64)
 
     @model_validator(mode="after")
     def _unique_names(self) -> AgentFile:
@@ -93,11 +108,25 @@ class AgentFileError(ValueError):
     """A readable error naming each bad field, e.g. `tools.1.risk: Input should be 'low', ...`."""
 
 
+def field_path(loc: tuple[Any, ...]) -> str:
+    """`tools.0.risk` from pydantic's location, without its own steps (the union's tags and
+    validator names such as `function-after[_rule_needs_approve(), HostedTool]`), which mean
+    nothing to an author. The CLI, the console and the API name fields this one way."""
+    return ".".join(str(p) for p in loc if not (isinstance(p, str) and ("[" in p or p in (_BUILTIN_TAG, _HOSTED_TAG))))
+
+
+def field_message(error: Any) -> str:
+    """Pydantic's message for one error, in the author's words, with the bad value when short."""
+    if error["type"] == "model_type":  # not a mapping at all
+        return "each tool is a mapping: `builtin: identify`, or name, description and path"
+    message = error["msg"].removeprefix("Value error, ")
+    if message.startswith("Input should be") and error.get("input") is not None and len(repr(error["input"])) < 60:
+        message = f"{message} (got {error['input']!r})"
+    return message
+
+
 def _describe(exc: ValidationError) -> str:
-    lines = []
-    for e in exc.errors():
-        loc = ".".join(str(p) for p in e["loc"] if not str(p).startswith(("BuiltinTool", "HostedTool")))
-        lines.append(f"{loc or '(file)'}: {e['msg']}")
+    lines = [f"{field_path(e['loc']) or '(file)'}: {field_message(e)}" for e in exc.errors()]
     return "; ".join(dict.fromkeys(lines))
 
 

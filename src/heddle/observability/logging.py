@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import structlog
@@ -14,7 +15,8 @@ def configure_logging(level: str = "INFO", json_output: bool = True) -> None:
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
-    renderer = structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer()
+    renderer = (structlog.processors.JSONRenderer() if json_output
+                else structlog.dev.ConsoleRenderer(colors=stderr_has_colours()))
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
@@ -23,6 +25,12 @@ def configure_logging(level: str = "INFO", json_output: bool = True) -> None:
     )
     # uvicorn's own access log duplicates ours; keep its error log.
     logging.getLogger("uvicorn.access").disabled = True
+
+
+def stderr_has_colours() -> bool:
+    """Colour only for a person at a terminal: a log redirected to a file or a pipe stays plain
+    text (no ANSI codes), and NO_COLOR (no-color.org) turns it off everywhere."""
+    return sys.stderr.isatty() and not os.environ.get("NO_COLOR")
 
 
 def get_logger(name: str | None = None):

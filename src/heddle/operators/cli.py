@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
-from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit
+from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, table, when
 from heddle.config import get_settings
 from heddle.operators import service
 
@@ -61,10 +60,10 @@ def list_(database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
         return {"items": [service.operator_dict(op) for op in await service.list_operators(s)]}
 
     def human(d: dict) -> None:
-        table = Table("id", "email", "created", "disabled")
+        rows = table("id", "email", "created (UTC)", "disabled (UTC)")
         for op in d["items"]:
-            table.add_row(op["id"], op["email"], op["created_at"], op["disabled_at"] or "")
-        console.print(table)
+            rows.add_row(op["id"], op["email"], when(op["created_at"]), when(op["disabled_at"]))
+        console.print(rows)
 
     emit(guarded(as_json, database_url, work), as_json, human)
 

@@ -58,11 +58,12 @@ class Realtime:
 
     def public_config(self, workspace_enabled: bool) -> dict[str, Any]:
         s = self.settings
-        if self.mode == "pusher":
+        if self.mode == "pusher" and not s.realtime_public_host:
             host = s.pusher_host or f"ws-{s.pusher_cluster}.pusher.com"
-            port = s.pusher_port or (443 if s.pusher_ssl else 80)
+            port = s.realtime_public_port or s.pusher_port or (443 if s.pusher_ssl else 80)
             force_tls = s.pusher_ssl
-        else:
+        else:  # the built-in server, or a self-hosted Pusher server browsers reach by another name
+            # (Heddle publishes to soketi at http://127.0.0.1:6001; browsers use wss://rt.example.com)
             host = s.realtime_public_host or s.host
             port = s.realtime_public_port or s.port
             force_tls = s.realtime_force_tls
