@@ -11,7 +11,6 @@ import importlib.util
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -26,6 +25,7 @@ from heddle.config import get_settings
 from heddle.db.urls import DatabaseUrlError, check_database_url
 from heddle.loom.agent_file import AgentFileError, parse_agent_file
 from support.net import free_port
+from support.processes import bound_port, spawn, wait_healthy
 
 REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -67,7 +67,7 @@ def test_the_same_check_for_the_flag_and_for_serve(tmp_path):
     done = heddle("workspace", "list", "--database-url", "postgres://app:s3cret@db/heddle", cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
     assert "--database-url: a plain postgres:// URL" in done.stderr and "s3cret" not in done.stderr
-    done = heddle("serve", "--port", str(free_port()), "--database-url", "sqlite:///x.db", cwd=tmp_path)
+    done = heddle("serve", "--port", "0", "--database-url", "sqlite:///x.db", cwd=tmp_path)
     assert done.returncode == 2 and "use sqlite+aiosqlite:///x.db" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "x.db").exists()
 
@@ -147,29 +147,19 @@ def test_the_ledger_fits_80_columns_without_cutting_a_value(tmp_path, monkeypatc
     assert "12.345678" in shown.stdout and "1012.345678" in shown.stdout
 
 
-def _serve(tmp_path: Path, port: int, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "heddle", "serve", "--port", str(port), *extra],
-                            cwd=tmp_path, env=_env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-
-
-def _wait_healthy(port: int) -> None:
-    deadline = time.monotonic() + 120  # imports alone take ~20 s on a busy 2-core machine
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    pytest.fail("heddle serve did not start in 120 s")
-
-
 def test_demo_beside_a_running_server_and_a_plain_log_when_redirected(tmp_path):
     """One server start for both: `heddle demo` sees it is up (and on which port), and its log,
     a pipe here, carries no colour codes even in --dev's readable format."""
-    port = free_port()
-    proc = _serve(tmp_path, port, "--dev")
+    proc, port_file = spawn(["serve", "--dev"], environ=_env(), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+    def output() -> str:
+        proc.wait(10)
+        return proc.stderr.read()
+
     try:
-        _wait_healthy(port)
+        port = bound_port(proc, port_file, output)
+        wait_healthy(proc, port, output)
         assert httpx.get(f"http://127.0.0.1:{port}/v1/nothing-here", timeout=5).status_code == 404
         done = heddle("demo", cwd=tmp_path, HEDDLE_PORT=str(port))
         assert done.returncode == 0, done.stderr
@@ -226,7 +216,7 @@ def test_a_self_hosted_pusher_server_is_published_to_browsers_under_its_public_n
 
 
 def test_a_pusher_app_id_that_is_not_a_number_is_one_line(tmp_path):
-    done = heddle("serve", "--port", str(free_port()), cwd=tmp_path, HEDDLE_REALTIME="pusher",
+    done = heddle("serve", "--port", "0", cwd=tmp_path, HEDDLE_REALTIME="pusher",
                   HEDDLE_PUSHER_APP_ID="app-id", HEDDLE_PUSHER_KEY="app-key", HEDDLE_PUSHER_SECRET="app-secret")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.strip() == ("heddle: configuration error: HEDDLE_PUSHER_APP_ID: must be digits with "
