@@ -55,7 +55,7 @@ class Settings(BaseSettings):
 
     # --- rate limits (`limits` notation; "off" disables; a workspace may override each) ---
     rate_limit_per_key: str = "100/second;3000/minute"
-    rate_limit_per_subject: str = "10/second;300/minute"
+    rate_limit_per_subject: str = "20/second;300/minute"  # a person's burst; the minute bounds the rest
     rate_limit_storage: str = "memory://"  # or redis://host:6379 to share counters between processes
 
     @field_validator("database_url")

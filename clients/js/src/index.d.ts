@@ -37,6 +37,8 @@ export interface HeddleOptions {
   /** Retries of a failed connection (same Idempotency-Key). Default 2. */
   retries?: number;
   pollIntervalMs?: number;
+  /** 429s waited out as their Retry-After says (at most 10 s each) before RateLimitedError; default 3. */
+  rateLimitRetries?: number;
   fetch?: typeof fetch;
 }
 

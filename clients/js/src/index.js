@@ -68,7 +68,14 @@ export class Heddle {
    * (called before each request: cache it until shortly before it expires).
    */
   constructor({ baseUrl, apiKey, token, getToken, subject, connection, retries = 2, pollIntervalMs = 200,
-    fetch: fetchImpl } = {}) {
+    rateLimitRetries = 3, fetch: fetchImpl } = {}) {
+    for (const [name, value] of [["apiKey", apiKey], ["token", token]]) {
+      if (value != null && !(typeof value === "string" && value.trim())) {
+        // An unset environment variable read as "" would otherwise fail at the first call.
+        throw new TypeError(`${name} is empty: pass the workspace key (sk_...) as apiKey for relay mode, ` +
+          "or a session token (or getToken) for direct mode");
+      }
+    }
     if ([apiKey, token, getToken].filter((x) => x != null).length !== 1) {
       throw new TypeError("give exactly one of apiKey (relay), token or getToken (direct)");
     }
@@ -82,6 +89,7 @@ export class Heddle {
     this.subject = subject;
     this.connection = connection;
     this.retries = retries;
+    this.rateLimitRetries = rateLimitRetries;
     this.pollIntervalMs = pollIntervalMs;
     this.fetch = fetchImpl ?? globalThis.fetch.bind(globalThis);
     this.loom = new Loom(this);
@@ -117,14 +125,20 @@ export class Heddle {
     // A POST gets one Idempotency-Key, sent again on every retry of a failed connection.
     if (method === "POST" && idempotencyKey !== false) h["Idempotency-Key"] = idempotencyKey ?? newKey();
     let response;
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0, limited = 0; ; attempt++) {
       try {
         response = await this.fetch(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
-        break;
       } catch (err) {
         if (attempt >= this.retries) throw new TransportError("transport_error", String(err?.message ?? err), 0);
         await sleep(200 * 2 ** attempt);
+        continue;
       }
+      // A 429 is waited out as its Retry-After says (at most 10 s, rateLimitRetries times); the
+      // POST goes again with the same Idempotency-Key, so nothing is done twice.
+      if (response.status !== 429 || limited >= this.rateLimitRetries) break;
+      const said = Number(response.headers.get("retry-after"));
+      await sleep(1000 * Math.min(Number.isFinite(said) && said >= 0 ? said : 2 ** limited, 10));
+      limited++;
     }
     let payload = null;
     try {

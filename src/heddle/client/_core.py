@@ -35,6 +35,21 @@ T = TypeVar("T")
 TERMINAL = ("closed", "failed")
 SETTLED = ("closed", "failed", "awaiting_input", "awaiting_outcome")
 DEFAULT_RETRIES = 3  # connection failures, retried by httpx's transport with the same request
+# 429s waited out (Retry-After, at most MAX_RATE_LIMIT_WAIT s each) before RateLimitedError is
+# raised: a POST is safe to send again, it carries the same Idempotency-Key every time.
+DEFAULT_RATE_LIMIT_RETRIES = 3
+MAX_RATE_LIMIT_WAIT = 10.0
+
+
+def rate_limit_wait(response: httpx.Response, attempt: int, retries: int) -> float | None:
+    """Seconds to wait before sending the call again, or None to answer with this response."""
+    if response.status_code != 429 or attempt >= retries:
+        return None
+    try:
+        said = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        said = 2.0 ** attempt  # no usable Retry-After: back off 1, 2, 4 s
+    return min(max(said, 0.0), MAX_RATE_LIMIT_WAIT)
 
 
 @dataclass

@@ -35,15 +35,18 @@ class AsyncHeddle:
     Relay: `Heddle(base_url, api_key="sk_…", subject="web:alice")` (subject may also be given per
     call). Direct: `Heddle(base_url, token=jwt)` or `get_token=callable` (called for each request;
     cache in it). Connection failures are retried by httpx's transport (`retries`), each POST with
-    the same generated Idempotency-Key.
+    the same generated Idempotency-Key; a 429 is waited out as its Retry-After says
+    (`rate_limit_retries` times, then RateLimitedError).
     """
 
     def __init__(self, base_url: str, *, api_key: str | None = None, token: str | None = None,
                  get_token: Callable[[], Any] | None = None, subject: str | None = None,
                  connection: str | None = None, timeout: float = 30.0, retries: int = c.DEFAULT_RETRIES,
-                 poll_interval: float = 0.2, transport: httpx.AsyncBaseTransport | None = None):
+                 poll_interval: float = 0.2, rate_limit_retries: int = c.DEFAULT_RATE_LIMIT_RETRIES,
+                 transport: httpx.AsyncBaseTransport | None = None):
         self.auth = c.Auth(api_key, token, get_token, subject, connection)
         self.poll_interval = poll_interval
+        self.rate_limit_retries = rate_limit_retries
         self._http = httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout,
                                   transport=transport or httpx.AsyncHTTPTransport(retries=retries))
         self.loom = AsyncLoom(self)
@@ -58,12 +61,18 @@ class AsyncHeddle:
         return {"Authorization": f"Bearer {credential}"}
 
     async def request(self, call: c.Call) -> Any:
-        try:
-            response = await self._http.request(call.method, call.path, json=call.body, params=call.params,
-                                          headers={**(await self._bearer()), **call.headers})
-        except httpx.TransportError as exc:
-            raise c.transport_error(exc) from exc
-        return c.parse(response, call.model)
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(call.method, call.path, json=call.body, params=call.params,
+                                                     headers={**(await self._bearer()), **call.headers})
+            except httpx.TransportError as exc:
+                raise c.transport_error(exc) from exc
+            wait = c.rate_limit_wait(response, attempt, self.rate_limit_retries)
+            if wait is None:
+                return c.parse(response, call.model)
+            attempt += 1
+            await asyncio.sleep(wait)
 
     async def workspace(self) -> Workspace:
         return await self.request(c.workspace())
