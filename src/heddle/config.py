@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     max_header_count: int = Field(default=100, ge=8)
     max_json_depth: int = Field(default=64, ge=2)
     body_timeout: float = Field(default=30.0, gt=0)  # a body not fully sent by then: 408
+    # --- connections (heddle/http_protocol.py, heddle/connection_limits.py) ---
+    head_timeout: float = Field(default=10.0, gt=0)  # a request head not complete by then: 408, closed
+    max_connections: int = Field(default=2048, ge=0)  # open HTTP connections in all (0 = no cap): 503 beyond
+    max_connections_per_address: int = Field(default=256, ge=0)  # ... from one client address (0 = no cap)
     request_log_retention_days: float = Field(default=30.0, gt=0)
     request_log_prune_interval: float = Field(default=3600.0, gt=0)
 

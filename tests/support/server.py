@@ -32,7 +32,7 @@ class LiveServer:
         self.settings = Settings(host="127.0.0.1", port=self.port, **settings)
         self.app = create_app(self.settings)
         # The same uvicorn options as `heddle serve` (parser, header cap, WebSocket frame size).
-        options = uvicorn_options(self.settings) | {"log_level": "warning"}
+        options = uvicorn_options(self.settings, self.app.state.services.metrics) | {"log_level": "warning"}
         config = uvicorn.Config(self.app, **options)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -52,7 +52,7 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     from heddle.cli.database import resolve as resolve_database
     from heddle.config import Settings
     from heddle.db import sqlite_owner
-    from heddle.serving import uvicorn_options
+    from heddle.serving import raise_open_files_limit, uvicorn_options
 
     overrides: dict = {}
     if database_url:
@@ -74,7 +74,9 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     _, database_line = resolve_database(settings.database_url, may_create=True)
     sys.stderr.write(f"Heddle on http://{settings.host}:{settings.port} (API reference at /docs); "
                      f"{database_line}\n")
-    uvicorn.run(create_app(settings), **uvicorn_options(settings))
+    raise_open_files_limit()
+    app = create_app(settings)
+    uvicorn.run(app, **uvicorn_options(settings, app.state.services.metrics))
 
 
 @app.command()
