@@ -167,3 +167,39 @@ def test_a_refused_client_that_sends_nothing_is_closed_within_a_second(live):
     finally:
         for sock in held:
             sock.close()
+
+
+def test_a_500_says_connection_close_and_the_next_request_uses_a_new_connection(live):
+    """uvicorn drops the connection after an exception; the answer must say so."""
+    async def boom():
+        raise RuntimeError("a bug")
+
+    live.app.add_api_route("/test-only/boom", boom)
+    sock = _connect(live, "127.0.0.50")
+    try:
+        sock.sendall(b"GET /test-only/boom HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = _read_until_closed(sock)  # the server closes after it: no hanging keep-alive
+    finally:
+        sock.close()
+    assert answer.startswith(b"HTTP/1.1 500"), answer[:200]
+    head = answer.partition(b"\r\n\r\n")[0].lower()
+    assert head.count(b"connection: close") == 1, head
+    assert _envelope(answer)["error"]["code"] == "internal_error"
+    with live.client() as http:  # httpx honours Connection: close and opens a fresh socket
+        assert http.get("/test-only/boom").status_code == 500
+        assert http.get("/healthz").status_code == 200
+
+
+def test_ordinary_errors_keep_the_connection_alive(live):
+    sock = _connect(live, "127.0.0.51")
+    try:
+        sock.sendall(b"GET /v1/nothing-here HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = _read_answer(sock)
+        assert first.startswith(b"HTTP/1.1 404") and b"connection: close" not in first.lower()
+        sock.sendall(b"GET /v1/workspace HTTP/1.1\r\nHost: x\r\n\r\n")
+        second = _read_answer(sock)
+        assert second.startswith(b"HTTP/1.1 401") and b"connection: close" not in second.lower()
+        sock.sendall(HEALTHZ)
+        assert _read_answer(sock).startswith(b"HTTP/1.1 200")
+    finally:
+        sock.close()
