@@ -87,6 +87,9 @@ class Settings(BaseSettings):
     retention_sweep_seconds: float = Field(default=3600.0, ge=0)
     sse_heartbeat_seconds: float = Field(default=15.0, gt=0)  # GET /runs/{id}/events: comment line when idle
     sse_poll_seconds: float = Field(default=1.0, gt=0)  # ... and how often it looks for other processes' events
+    # Open streams at once (per process; 0 = no cap): 429 `rate_limited` beyond (loom/stream_limits.py)
+    sse_max_streams_per_key: int = Field(default=100, ge=0)
+    sse_max_streams_per_subject: int = Field(default=10, ge=0)
 
     # --- realtime ---
     realtime: Literal["builtin", "pusher", "off"] = "builtin"
