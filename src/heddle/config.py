@@ -103,6 +103,11 @@ class Settings(BaseSettings):
     realtime_public_host: str = ""  # ws host browsers use for the built-in server
     realtime_public_port: int | None = None
     realtime_force_tls: bool = False
+    # Built-in server's sockets (realtime/admission.py; 4100 beyond; 0 = no cap): in all, per client
+    # address, and not yet subscribed with a valid channel signature
+    realtime_max_connections: int = Field(default=10_000, ge=1)
+    realtime_max_connections_per_address: int = Field(default=100, ge=0)
+    realtime_max_unauthenticated: int = Field(default=1_000, ge=0)
 
     # --- outbound calls to the caller's backend ---
     outbound_allow_private: bool = False
