@@ -61,8 +61,10 @@ class Settings(BaseSettings):
     rate_limit_per_key: str = "100/second;3000/minute"
     rate_limit_per_subject: str = "10/second;300/minute"
     rate_limit_storage: str = "memory://"  # or redis://host:6379 to share counters between processes
+    # Failed authentications (401) per client address; past it, 429 before any credential is checked
+    rate_limit_auth_failures: str = "30/minute;300/hour"
 
-    @field_validator("rate_limit_per_key", "rate_limit_per_subject")
+    @field_validator("rate_limit_per_key", "rate_limit_per_subject", "rate_limit_auth_failures")
     @classmethod
     def _rate_limit_rule(cls, value: str) -> str:
         from heddle.ratelimit.rules import parse_rule

@@ -29,6 +29,7 @@ class LiveServer:
         # Tests poll and hammer far above a person's rate; the rate-limit tests set their own.
         settings.setdefault("rate_limit_per_key", "off")
         settings.setdefault("rate_limit_per_subject", "off")
+        settings.setdefault("rate_limit_auth_failures", "off")  # tests send bad credentials on purpose
         self.settings = Settings(host="127.0.0.1", port=self.port, **settings)
         self.app = create_app(self.settings)
         # The same uvicorn options as `heddle serve` (parser, header cap, WebSocket frame size).
