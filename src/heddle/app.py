@@ -24,6 +24,7 @@ from heddle.realtime.routes import router as realtime_router
 from heddle.realtime.server import build_realtime_router
 from heddle.services import AppServices
 from heddle.web.routes import router as web_router
+from heddle.webhooks.routes import router as webhooks_router
 from heddle.workspaces.routes import router as workspace_router
 from heddle.workspaces.service import origin_allowed_anywhere
 
@@ -69,6 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CorsMiddleware, origin_allowed=origin_allowed)
     app.include_router(system_router)
     app.include_router(workspace_router)
+    app.include_router(webhooks_router)
     app.include_router(identify_router)
     app.include_router(loom_router)
     app.include_router(loom_control_router)
