@@ -74,6 +74,10 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     _, database_line = resolve_database(settings.database_url, may_create=True)
     sys.stderr.write(f"Heddle on http://{settings.host}:{settings.port} (API reference at /docs); "
                      f"{database_line}\n")
+    if not settings.public_url and settings.host not in ("127.0.0.1", "localhost", "::1"):
+        sys.stderr.write("heddle serve: HEDDLE_PUBLIC_URL is not set. The console accepts changes only from "
+                         f"{settings.console_base_url()} and `heddle operator` links point there: set "
+                         "HEDDLE_PUBLIC_URL to the URL operators use.\n")
     raise_open_files_limit()
     app = create_app(settings)
     uvicorn.run(app, **uvicorn_options(settings, app.state.services.metrics))
