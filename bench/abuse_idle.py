@@ -1,0 +1,81 @@
+"""Idle connections held against `heddle serve` (issue 26), for bench/abuse.py.
+
+- `idle_streams`: one attacker key opens `n` run event streams (`GET /v1/loom/runs/{id}/events`
+  on a run that waits for input, so none ends by itself), spread over several loopback source
+  addresses, and holds every connection open without reading.
+- `idle_sockets`: one client address opens `n` TCP connections, each sending
+  `GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n` (a head that never ends), and stalls.
+
+Each returns the held writers and what the server answered (status counts), so the caller can
+measure another workspace meanwhile and close them after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import resource
+
+STALLED_HEAD = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+OPEN_AT_ONCE = 256  # connections being opened concurrently
+
+
+def raise_open_files(needed: int) -> int:
+    """This process needs a descriptor per socket it holds: raise the soft limit (to the hard one)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < needed + 256 and soft < hard:
+        soft = hard if hard != resource.RLIM_INFINITY else needed + 256
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    return soft
+
+
+async def _status(reader: asyncio.StreamReader, timeout: float) -> int:
+    """The status of the first answer on a connection; 0 when none came in time, -1 when closed."""
+    try:
+        line = await asyncio.wait_for(reader.readline(), timeout)
+    except (TimeoutError, ConnectionError):
+        return 0
+    if not line:
+        return -1
+    parts = line.split()
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else -1
+
+
+async def _open_many(port: int, sources: list[str], n: int, payload: bytes, answer_within: float):
+    """n connections, source addresses taken in turn; each sends `payload` and, if it gets an
+    answer within `answer_within` s, its status is counted (0: none in time, -1: closed, 'refused':
+    the connect itself failed)."""
+    gate = asyncio.Semaphore(OPEN_AT_ONCE)
+    statuses: collections.Counter = collections.Counter()
+    held: list[asyncio.StreamWriter] = []
+
+    async def one(i: int) -> None:
+        async with gate:
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(sources[i % len(sources)], 0))
+            except OSError:
+                statuses["refused"] += 1
+                return
+            writer.write(payload)
+            held.append(writer)
+        statuses[await _status(reader, answer_within)] += 1
+
+    await asyncio.gather(*(one(i) for i in range(n)))
+    return held, dict(statuses)
+
+
+async def idle_streams(port: int, n: int, headers: dict[str, str], run_id: str, sources: list[str]):
+    head = [f"GET /v1/loom/runs/{run_id}/events HTTP/1.1", "Host: 127.0.0.1", "Accept: text/event-stream",
+            *(f"{k}: {v}" for k, v in headers.items())]
+    return await _open_many(port, sources, n, ("\r\n".join(head) + "\r\n\r\n").encode(), answer_within=15)
+
+
+async def idle_sockets(port: int, n: int, source: str):
+    # Answers that come within a second are counted (a refused connection's 503); a stalled head
+    # admitted under the caps gets its 408 only at the head timeout, after the measurement.
+    return await _open_many(port, [source], n, STALLED_HEAD, answer_within=1.0)
+
+
+def close_all(writers: list[asyncio.StreamWriter]) -> None:
+    for writer in writers:
+        writer.close()
