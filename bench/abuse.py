@@ -16,13 +16,16 @@ Issue 26 adds two phases (`abuse_idle.py`), each measured against the same basel
 `--streams` (3,000) run event streams opened by one attacker key and held idle (spread over 12
 loopback source addresses, so that the key's stream cap, not the per-address connection cap,
 is what refuses most of them), and `--sockets` (10,000) TCP connections from one other address
-that send half a request head and stall. The victim's mix then also reads its run
+that send half a request head and stall. Each phase is compared with a quiet baseline measured
+right before it, in the same run. The victim's mix then also reads its run
 (`GET /v1/loom/runs/{id}`). Each phase prints what the attackers were answered (status
 counts: 200 streams held, 429 over the key's stream cap, 503 over a connection cap, 0 no answer
 yet: a stalled head still inside its deadline). The server runs with its defaults except
 `HEDDLE_BODY_TIMEOUT=600` (so that the slow bodies stay in progress) and
 `HEDDLE_MAX_CONNECTIONS=16384` (so that the 3,000 spread streams meet the stream cap rather
-than the total connection cap, which would also refuse the victim's connection).
+than the total connection cap, which would also refuse the victim's connection). The attackers
+run in a child process each (`abuse_idle.py`), and the victim is measured once the burst of
+refusals has settled (`SETTLE`): the idle state the issue describes.
 
     python bench/abuse.py [--attackers 64] [--streams 3000] [--sockets 10000] [--rounds 40]
                           [--phases slow-bodies,idle-streams,idle-sockets] [--database-url URL] [--json]
@@ -41,7 +44,7 @@ from pathlib import Path
 import h11
 
 sys.path.insert(0, str(Path(__file__).parent))
-from abuse_idle import close_all, idle_sockets, idle_streams, raise_open_files  # noqa: E402
+from abuse_idle import close_all, held, raise_open_files  # noqa: E402
 from common import Server, WireClient, create_agent, summary  # noqa: E402
 
 AGENT = "name: bench\nmodel_class: scripted\ninstructions: You help.\ntools:\n  - builtin: identify\n"
@@ -49,6 +52,10 @@ ANSWER_WITHIN = 60.0
 PHASES = ("slow-bodies", "idle-streams", "idle-sockets")
 STREAM_SOURCES = [f"127.0.0.{n}" for n in range(2, 14)]  # the stream attacker's addresses
 SOCKET_SOURCE = "127.0.0.20"  # the idle-socket attacker's address (the victim uses 127.0.0.1)
+# Seconds between the last attacking connection's answer and the measurement: what is measured
+# is the idle state (refused connections closed: uvicorn's 5 s keep-alive after a 429, a second
+# of lingering after a 503), still inside the 10 s head deadline of the stalled heads it admitted.
+SETTLE = 6.0
 
 
 def _agent(server: Server, workspace: str) -> str:
@@ -154,11 +161,17 @@ async def run(server: Server, attackers: int, rounds: int, streams: int = 3000, 
         waiting_run = await _run_in(http, attacker, attacker_thread, "ask: Which one?", "awaiting_input")
     mix = _mix(victim, victim_agent, thread, victim_run)
     await _measure(server.base_url, mix, 4)  # warm up
-    samples, failures = await _measure(server.base_url, mix, rounds)
-    base = {**summary(samples), "failures": failures}
     result: dict = {"bench": "abuse", "database": "postgresql" if server.db_url.startswith("postgresql") else "sqlite",
-                    "requests_per_phase": rounds * len(mix), "baseline": base}
+                    "requests_per_phase": rounds * len(mix)}
+
+    async def quiet() -> dict:
+        """The baseline, measured again right before each phase: on a shared machine the load of
+        other processes drifts over a run, and each phase is compared with its own quiet moment."""
+        samples, failures = await _measure(server.base_url, mix, rounds)
+        return {**summary(samples), "failures": failures}
+
     if "slow-bodies" in phases:
+        base = result.setdefault("baseline", await quiet())
         others = ["/v1/loom/threads", f"/v1/loom/threads/{attacker_thread}/messages", "/v1/identify"]
         paths = [("/v1/loom/realtime/auth" if i % 8 < 5 else others[i % 3]) for i in range(attackers)]
         writers = await _hold(server, attacker, paths)
@@ -167,25 +180,25 @@ async def run(server: Server, attackers: int, rounds: int, streams: int = 3000, 
             samples, failures = await _measure(server.base_url, mix, rounds)
         finally:
             close_all(writers)
-        result["slow_bodies"] = _phase(samples, failures, base, attackers=attackers)
+        result["slow_bodies"] = _phase(samples, failures, base, attackers=attackers, baseline=base)
     if "idle-streams" in phases:
+        base = await quiet()
+        result.setdefault("baseline", base)
         # Without Service-Subject, a relay key reads every run of its workspace: one key, no subject cap.
         key_only = {"authorization": attacker["authorization"]}
-        held, answered = await idle_streams(server.port, streams, key_only, waiting_run, STREAM_SOURCES)
-        try:
-            await asyncio.sleep(1.0)  # the held streams are idle: only their polls and heartbeats run
+        async with held("streams", server.port, streams, run_id=waiting_run, headers=key_only,
+                        sources=STREAM_SOURCES) as answered:
+            await asyncio.sleep(SETTLE)
             samples, failures = await _measure(server.base_url, mix, rounds)
-        finally:
-            close_all(held)
-        result["idle_streams"] = _phase(samples, failures, base, opened=streams, answered=answered)
+        result["idle_streams"] = _phase(samples, failures, base, opened=streams, answered=answered, baseline=base)
         await asyncio.sleep(2.0)  # the server notices the closes
     if "idle-sockets" in phases:
-        held, answered = await idle_sockets(server.port, sockets, SOCKET_SOURCE)
-        try:
+        base = await quiet()
+        result.setdefault("baseline", base)
+        async with held("sockets", server.port, sockets, sources=[SOCKET_SOURCE]) as answered:
+            await asyncio.sleep(SETTLE)
             samples, failures = await _measure(server.base_url, mix, rounds)
-        finally:
-            close_all(held)
-        result["idle_sockets"] = _phase(samples, failures, base, opened=sockets, answered=answered)
+        result["idle_sockets"] = _phase(samples, failures, base, opened=sockets, answered=answered, baseline=base)
     result["server_counters"] = await _metrics(server, "heddle_http_connections_refused_total",
                                                "heddle_http_head_timeouts_total",
                                                "heddle_event_streams_refused_total")
@@ -218,7 +231,7 @@ def main() -> None:
         print(json.dumps(result))
         return
     b = result["baseline"]
-    print(f"{'baseline':>14}: p50 {b['median_ms']:.2f} ms, p99 {b['p99_ms']:.2f} ms, {b['n']} requests, "
+    print(f"{'first baseline':>14}: p50 {b['median_ms']:.2f} ms, p99 {b['p99_ms']:.2f} ms, {b['n']} requests, "
           f"{b['failures']} failed")
     for phase in ("slow_bodies", "idle_streams", "idle_sockets"):
         if (r := result.get(phase)) is None:
@@ -226,8 +239,10 @@ def main() -> None:
         what = {"slow_bodies": f"{r.get('attackers')} half-sent bodies",
                 "idle_streams": f"{r.get('opened')} idle streams of one key, answered {r.get('answered')}",
                 "idle_sockets": f"{r.get('opened')} stalled heads from one address, answered {r.get('answered')}"}[phase]
-        print(f"{phase:>14}: p50 {r['median_ms']:.2f} ms (x{r['p50_ratio']}), p99 {r['p99_ms']:.2f} ms "
-              f"(x{r['p99_ratio']}), {r['n']} requests, {r['failures']} failed; {what}")
+        q = r["baseline"]
+        print(f"{phase:>14}: p50 {r['median_ms']:.2f} ms (x{r['p50_ratio']} of {q['median_ms']:.2f}), "
+              f"p99 {r['p99_ms']:.2f} ms (x{r['p99_ratio']} of {q['p99_ms']:.2f}), {r['n']} requests, "
+              f"{r['failures']} failed; {what}")
     print(f"server counters: {result['server_counters']}")
     print(f"load average (1, 5, 15 min) after the run: {result['load_average']}")
 

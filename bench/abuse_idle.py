@@ -6,15 +6,21 @@
 - `idle_sockets`: one client address opens `n` TCP connections, each sending
   `GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n` (a head that never ends), and stalls.
 
-Each returns the held writers and what the server answered (status counts), so the caller can
-measure another workspace meanwhile and close them after.
+`held()` runs one of them in a child process (`python bench/abuse_idle.py ...`): the attacker's
+sockets and its event loop then cost the measuring client nothing, as another machine's would.
+The child prints what the server answered (status counts) as one JSON line, holds every
+connection until its stdin closes, then closes them and exits.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import collections
+import contextlib
+import json
 import resource
+import sys
 
 STALLED_HEAD = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
 OPEN_AT_ONCE = 256  # connections being opened concurrently
@@ -79,3 +85,47 @@ async def idle_sockets(port: int, n: int, source: str):
 def close_all(writers: list[asyncio.StreamWriter]) -> None:
     for writer in writers:
         writer.close()
+
+
+@contextlib.asynccontextmanager
+async def held(kind: str, port: int, n: int, *, run_id: str = "", headers: dict[str, str] | None = None,
+               sources: list[str] | None = None):
+    """Open the connections in a child process; yields the status counts while they are held."""
+    args = [sys.executable, __file__, kind, "--port", str(port), "--n", str(n),
+            "--sources", ",".join(sources or ["127.0.0.2"]), "--run-id", run_id,
+            "--headers", json.dumps(headers or {})]
+    child = await asyncio.create_subprocess_exec(*args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    try:
+        line = await asyncio.wait_for(child.stdout.readline(), 300)
+        if not line:
+            raise RuntimeError(f"the {kind} attacker exited early")
+        yield {int(k) if k.lstrip("-").isdigit() else k: v for k, v in json.loads(line).items()}
+    finally:
+        child.stdin.close()
+        try:
+            await asyncio.wait_for(child.wait(), 60)
+        except TimeoutError:
+            child.kill()
+
+
+async def _child(args: argparse.Namespace) -> None:
+    raise_open_files(args.n)
+    sources = args.sources.split(",")
+    if args.kind == "streams":
+        writers, answered = await idle_streams(args.port, args.n, json.loads(args.headers), args.run_id, sources)
+    else:
+        writers, answered = await idle_sockets(args.port, args.n, sources[0])
+    print(json.dumps(answered), flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent closes it
+    close_all(writers)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=("streams", "sockets"))
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--n", type=int, required=True)
+    parser.add_argument("--sources", default="127.0.0.2")
+    parser.add_argument("--run-id", default="")
+    parser.add_argument("--headers", default="{}")
+    asyncio.run(_child(parser.parse_args()))
