@@ -238,7 +238,8 @@ def main() -> None:
             continue
         what = {"slow_bodies": f"{r.get('attackers')} half-sent bodies",
                 "idle_streams": f"{r.get('opened')} idle streams of one key, answered {r.get('answered')}",
-                "idle_sockets": f"{r.get('opened')} stalled heads from one address, answered {r.get('answered')}"}[phase]
+                "idle_sockets": f"{r.get('opened')} stalled heads from one address, "
+                                f"answered {r.get('answered')}"}[phase]
         q = r["baseline"]
         print(f"{phase:>14}: p50 {r['median_ms']:.2f} ms (x{r['p50_ratio']} of {q['median_ms']:.2f}), "
               f"p99 {r['p99_ms']:.2f} ms (x{r['p99_ratio']} of {q['p99_ms']:.2f}), {r['n']} requests, "

@@ -58,7 +58,8 @@ async def _open_many(port: int, sources: list[str], n: int, payload: bytes, answ
     async def one(i: int) -> None:
         async with gate:
             try:
-                reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(sources[i % len(sources)], 0))
+                source = sources[i % len(sources)]
+                reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
             except OSError:
                 statuses["refused"] += 1
                 return
