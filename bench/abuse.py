@@ -27,8 +27,12 @@ than the total connection cap, which would also refuse the victim's connection).
 run in a child process each (`abuse_idle.py`), and the victim is measured once the burst of
 refusals has settled (`SETTLE`): the idle state the issue describes.
 
-    python bench/abuse.py [--attackers 64] [--streams 3000] [--sockets 10000] [--rounds 40]
-                          [--phases slow-bodies,idle-streams,idle-sockets] [--database-url URL] [--json]
+`--phases ...,idle-websockets` adds `--websockets` (10,000) WebSockets from one other address
+that never subscribe nor read (the realtime server's per-address and unauthenticated caps).
+
+    python bench/abuse.py [--attackers 64] [--streams 3000] [--sockets 10000] [--websockets 10000]
+                          [--rounds 40] [--phases slow-bodies,idle-streams,idle-sockets[,idle-websockets]]
+                          [--database-url URL] [--json]
 """
 
 from __future__ import annotations
@@ -49,9 +53,11 @@ from common import Server, WireClient, create_agent, summary  # noqa: E402
 
 AGENT = "name: bench\nmodel_class: scripted\ninstructions: You help.\ntools:\n  - builtin: identify\n"
 ANSWER_WITHIN = 60.0
-PHASES = ("slow-bodies", "idle-streams", "idle-sockets")
+PHASES = ("slow-bodies", "idle-streams", "idle-sockets", "idle-websockets")
+DEFAULT_PHASES = PHASES[:3]  # idle-websockets on request: 10,000 handshakes take a while
 STREAM_SOURCES = [f"127.0.0.{n}" for n in range(2, 14)]  # the stream attacker's addresses
 SOCKET_SOURCE = "127.0.0.20"  # the idle-socket attacker's address (the victim uses 127.0.0.1)
+WEBSOCKET_SOURCE = "127.0.0.30"  # the idle-WebSocket attacker's
 # Seconds between the last attacking connection's answer and the measurement: what is measured
 # is the idle state (refused connections closed: uvicorn's 5 s keep-alive after a 429, a second
 # of lingering after a 503), still inside the 10 s head deadline of the stalled heads it admitted.
@@ -148,7 +154,7 @@ def _phase(samples: list[float], failures: int, base: dict, **extra) -> dict:
 
 
 async def run(server: Server, attackers: int, rounds: int, streams: int = 3000, sockets: int = 10_000,
-              phases: tuple[str, ...] = PHASES) -> dict:
+              phases: tuple[str, ...] = DEFAULT_PHASES, websockets: int = 10_000) -> dict:
     victim_ws, victim_secret = server.tenant()
     attacker_ws, attacker_secret = server.tenant()
     victim_agent, attacker_agent = _agent(server, victim_ws), _agent(server, attacker_ws)
@@ -199,9 +205,21 @@ async def run(server: Server, attackers: int, rounds: int, streams: int = 3000, 
             await asyncio.sleep(SETTLE)
             samples, failures = await _measure(server.base_url, mix, rounds)
         result["idle_sockets"] = _phase(samples, failures, base, opened=sockets, answered=answered, baseline=base)
+    if "idle-websockets" in phases:
+        async with WireClient(server.base_url) as http:
+            _, config = await http.request("GET", "/v1/loom/realtime/config", victim)
+        base = await quiet()
+        result.setdefault("baseline", base)
+        async with held("websockets", server.port, websockets, run_id=config["data"]["key"],
+                        sources=[WEBSOCKET_SOURCE]) as answered:
+            await asyncio.sleep(SETTLE)
+            samples, failures = await _measure(server.base_url, mix, rounds)
+        result["idle_websockets"] = _phase(samples, failures, base, opened=websockets, answered=answered,
+                                           baseline=base)
     result["server_counters"] = await _metrics(server, "heddle_http_connections_refused_total",
                                                "heddle_http_head_timeouts_total",
-                                               "heddle_event_streams_refused_total")
+                                               "heddle_event_streams_refused_total",
+                                               "heddle_realtime_connections_refused_total")
     return result
 
 
@@ -211,7 +229,8 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=3000)
     parser.add_argument("--sockets", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=40)
-    parser.add_argument("--phases", default=",".join(PHASES), help="comma-separated, from " + ", ".join(PHASES))
+    parser.add_argument("--websockets", type=int, default=10_000)
+    parser.add_argument("--phases", default=",".join(DEFAULT_PHASES), help="comma-separated, from " + ", ".join(PHASES))
     parser.add_argument("--database-url", help="a PostgreSQL URL (an empty database) instead of SQLite")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -225,7 +244,8 @@ def main() -> None:
         server.db_url = args.database_url
         server.env["HEDDLE_DATABASE_URL"] = args.database_url
     with server:
-        result = asyncio.run(run(server, args.attackers, args.rounds, args.streams, args.sockets, phases))
+        result = asyncio.run(run(server, args.attackers, args.rounds, args.streams, args.sockets, phases,
+                                 args.websockets))
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     if args.json:
         print(json.dumps(result))
@@ -233,13 +253,15 @@ def main() -> None:
     b = result["baseline"]
     print(f"{'first baseline':>14}: p50 {b['median_ms']:.2f} ms, p99 {b['p99_ms']:.2f} ms, {b['n']} requests, "
           f"{b['failures']} failed")
-    for phase in ("slow_bodies", "idle_streams", "idle_sockets"):
+    for phase in ("slow_bodies", "idle_streams", "idle_sockets", "idle_websockets"):
         if (r := result.get(phase)) is None:
             continue
         what = {"slow_bodies": f"{r.get('attackers')} half-sent bodies",
                 "idle_streams": f"{r.get('opened')} idle streams of one key, answered {r.get('answered')}",
                 "idle_sockets": f"{r.get('opened')} stalled heads from one address, "
-                                f"answered {r.get('answered')}"}[phase]
+                                f"answered {r.get('answered')}",
+                "idle_websockets": f"{r.get('opened')} idle WebSockets from one address, "
+                                   f"answered {r.get('answered')}"}[phase]
         q = r["baseline"]
         print(f"{phase:>14}: p50 {r['median_ms']:.2f} ms (x{r['p50_ratio']} of {q['median_ms']:.2f}), "
               f"p99 {r['p99_ms']:.2f} ms (x{r['p99_ratio']} of {q['p99_ms']:.2f}), {r['n']} requests, "

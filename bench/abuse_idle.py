@@ -5,6 +5,9 @@
   addresses, and holds every connection open without reading.
 - `idle_sockets`: one client address opens `n` TCP connections, each sending
   `GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n` (a head that never ends), and stalls.
+- `idle_websockets`: one client address opens `n` WebSockets to the built-in realtime server
+  with the public app key, never subscribes, and never reads or answers again (not even a close
+  frame); each is counted by its first frame: `established`, or `4100` (refused at a cap).
 
 `held()` runs one of them in a child process (`python bench/abuse_idle.py ...`): the attacker's
 sockets and its event loop then cost the measuring client nothing, as another machine's would.
@@ -83,6 +86,38 @@ async def idle_sockets(port: int, n: int, source: str):
     return await _open_many(port, [source], n, STALLED_HEAD, answer_within=1.0)
 
 
+async def _websocket(port: int, source: str, path: str) -> tuple[str, asyncio.StreamWriter | None]:
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
+    except OSError:
+        return "refused", None
+    writer.write((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    seen = b""
+    try:
+        async with asyncio.timeout(15):
+            while b"connection_established" not in seen and b"4100" not in seen:
+                chunk = await reader.read(4096)
+                if not chunk:
+                    return ("closed" if seen else "no answer"), writer
+                seen += chunk
+    except TimeoutError:
+        return "no answer", writer
+    return ("established" if b"connection_established" in seen else "4100"), writer
+
+
+async def idle_websockets(port: int, n: int, source: str, app_key: str):
+    gate = asyncio.Semaphore(OPEN_AT_ONCE)
+    path = f"/app/{app_key}?protocol=7&client=js&version=8.6.0"
+
+    async def one() -> tuple[str, asyncio.StreamWriter | None]:
+        async with gate:
+            return await _websocket(port, source, path)
+
+    results = await asyncio.gather(*(one() for _ in range(n)))
+    return [w for _, w in results if w is not None], dict(collections.Counter(label for label, _ in results))
+
+
 def close_all(writers: list[asyncio.StreamWriter]) -> None:
     for writer in writers:
         writer.close()
@@ -114,6 +149,8 @@ async def _child(args: argparse.Namespace) -> None:
     sources = args.sources.split(",")
     if args.kind == "streams":
         writers, answered = await idle_streams(args.port, args.n, json.loads(args.headers), args.run_id, sources)
+    elif args.kind == "websockets":
+        writers, answered = await idle_websockets(args.port, args.n, sources[0], args.run_id)  # run_id: the app key
     else:
         writers, answered = await idle_sockets(args.port, args.n, sources[0])
     print(json.dumps(answered), flush=True)
@@ -123,7 +160,7 @@ async def _child(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=("streams", "sockets"))
+    parser.add_argument("kind", choices=("streams", "sockets", "websockets"))
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--n", type=int, required=True)
     parser.add_argument("--sources", default="127.0.0.2")
