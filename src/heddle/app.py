@@ -19,10 +19,12 @@ from heddle.loom.events_routes import router as loom_events_router
 from heddle.loom.routes import router as loom_router
 from heddle.loom.routes_control import router as loom_control_router
 from heddle.observability.logging import configure_logging
+from heddle.realtime.admission import Admission
 from heddle.realtime.routes import router as realtime_router
 from heddle.realtime.server import build_realtime_router
 from heddle.services import AppServices
 from heddle.web.routes import router as web_router
+from heddle.webhooks.routes import router as webhooks_router
 from heddle.workspaces.routes import router as workspace_router
 from heddle.workspaces.service import origin_allowed_anywhere
 
@@ -68,14 +70,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CorsMiddleware, origin_allowed=origin_allowed)
     app.include_router(system_router)
     app.include_router(workspace_router)
+    app.include_router(webhooks_router)
     app.include_router(identify_router)
     app.include_router(loom_router)
     app.include_router(loom_control_router)
     app.include_router(loom_events_router)
     app.include_router(realtime_router)
     if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}
+        admission = Admission(per_address=settings.realtime_max_connections_per_address,
+                              unauthenticated=settings.realtime_max_unauthenticated, metrics=svc.metrics)
         app.include_router(build_realtime_router(
-            svc.realtime.hub, app_key=svc.realtime.key, app_secret=svc.realtime.secret))
+            svc.realtime.hub, app_key=svc.realtime.key, app_secret=svc.realtime.secret, admission=admission))
     app.include_router(console_router)  # /console/api and /console/login, before the SPA's /console/{path}
     app.include_router(web_router)  # last: /console/{path} must not shadow the console API
     install_openapi(app)

@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     max_header_count: int = Field(default=100, ge=8)
     max_json_depth: int = Field(default=64, ge=2)
     body_timeout: float = Field(default=30.0, gt=0)  # a body not fully sent by then: 408
+    # --- connections (heddle/http_protocol.py, heddle/connection_limits.py) ---
+    head_timeout: float = Field(default=10.0, gt=0)  # a request head not complete by then: 408, closed
+    max_connections: int = Field(default=2048, ge=0)  # open HTTP connections in all (0 = no cap): 503 beyond
+    max_connections_per_address: int = Field(default=256, ge=0)  # ... from one client address (0 = no cap)
     request_log_retention_days: float = Field(default=30.0, gt=0)
     request_log_prune_interval: float = Field(default=3600.0, gt=0)
 
@@ -57,6 +61,8 @@ class Settings(BaseSettings):
     rate_limit_per_key: str = "100/second;3000/minute"
     rate_limit_per_subject: str = "20/second;300/minute"  # a person's burst; the minute bounds the rest
     rate_limit_storage: str = "memory://"  # or redis://host:6379 to share counters between processes
+    # Failed authentications (401) per client address; past it, 429 before any credential is checked
+    rate_limit_auth_failures: str = "30/minute;300/hour"
 
     @field_validator("database_url")
     @classmethod
@@ -74,7 +80,7 @@ class Settings(BaseSettings):
                              f"{self.pusher_app_id!r}); for soketi set SOKETI_DEFAULT_APP_ID to a number too")
         return self
 
-    @field_validator("rate_limit_per_key", "rate_limit_per_subject")
+    @field_validator("rate_limit_per_key", "rate_limit_per_subject", "rate_limit_auth_failures")
     @classmethod
     def _rate_limit_rule(cls, value: str) -> str:
         from heddle.ratelimit.rules import parse_rule
@@ -99,6 +105,9 @@ class Settings(BaseSettings):
     retention_sweep_seconds: float = Field(default=3600.0, ge=0)
     sse_heartbeat_seconds: float = Field(default=15.0, gt=0)  # GET /runs/{id}/events: comment line when idle
     sse_poll_seconds: float = Field(default=1.0, gt=0)  # ... and how often it looks for other processes' events
+    # Open streams at once (per process; 0 = no cap): 429 `rate_limited` beyond (loom/stream_limits.py)
+    sse_max_streams_per_key: int = Field(default=100, ge=0)
+    sse_max_streams_per_subject: int = Field(default=10, ge=0)
 
     # --- realtime ---
     realtime: Literal["builtin", "pusher", "off"] = "builtin"
@@ -112,6 +121,11 @@ class Settings(BaseSettings):
     realtime_public_host: str = ""  # ws host browsers use for the built-in server
     realtime_public_port: int | None = None
     realtime_force_tls: bool = False
+    # Built-in server's sockets (realtime/admission.py; 4100 beyond; 0 = no cap): in all, per client
+    # address, and not yet subscribed with a valid channel signature
+    realtime_max_connections: int = Field(default=10_000, ge=1)
+    realtime_max_connections_per_address: int = Field(default=100, ge=0)
+    realtime_max_unauthenticated: int = Field(default=1_000, ge=0)
 
     # --- outbound calls to the caller's backend ---
     outbound_allow_private: bool = False

@@ -131,7 +131,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
                                            interval_s=s.idempotency_prune_interval_s)
     idempotency_pruner.start()
     rate_limiter = RateLimiter(per_key=s.rate_limit_per_key, per_subject=s.rate_limit_per_subject,
-                               storage_uri=s.rate_limit_storage)
+                               storage_uri=s.rate_limit_storage, auth_failures=s.rate_limit_auth_failures)
     outbound = build_outbound_client(
         allow_private=s.allow_private_outbound, connect_timeout=s.outbound_connect_timeout,
         timeout=s.outbound_timeout, max_response_bytes=s.outbound_max_response_bytes)

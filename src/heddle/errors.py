@@ -19,18 +19,18 @@ class ErrorCode:
 
 _CODES = [
     # --- request shape ---
-    ErrorCode("invalid_request", 400, "The body, query or path failed validation; `details` names each bad field."),
+    ErrorCode("invalid_request", 400, "The body, query or path failed validation (text holding U+0000 included); `details` names each bad field."),
     ErrorCode("not_found", 404, "No such route, or no such object visible to this caller."),
     ErrorCode("method_not_allowed", 405, "The route exists but not for this HTTP method."),
     ErrorCode("idempotency_key_reused", 409, "The Idempotency-Key was first used with another request (method, path, subject or body) in the last 24 hours."),
     ErrorCode("payload_too_large", 413, "The request body is larger than the configured limit."),
     ErrorCode("unsupported_media_type", 415, "A body was sent with a Content-Type other than application/json."),
     ErrorCode("json_too_deep", 400, "The JSON body nests objects and arrays deeper than the configured limit."),
-    ErrorCode("request_timeout", 408, "The request body was not fully sent within the configured time."),
+    ErrorCode("request_timeout", 408, "The request head or body was not fully sent within the configured time."),
     ErrorCode("headers_too_large", 431, "The request headers are larger than 16 KiB in all, or too many."),
-    ErrorCode("rate_limited", 429, "Too many requests for this API key or subject; wait the seconds in Retry-After."),
+    ErrorCode("rate_limited", 429, "Too many requests for this API key or subject, too many open event streams, or too many failed authentications from this address; wait the seconds in Retry-After."),
     ErrorCode("internal_error", 500, "Unexpected server error; quote the Request-Id when reporting it."),
-    ErrorCode("service_unavailable", 503, "A dependency (such as the database) is not ready."),
+    ErrorCode("service_unavailable", 503, "A dependency (such as the database) is not ready, or the server holds as many connections as it may (in all or from this address)."),
     # --- authentication and authorization ---
     ErrorCode("unauthorized", 401, "Missing, malformed, expired, revoked or unverifiable credential."),
     ErrorCode("forbidden", 403, "The credential is valid but may not act on this object."),

@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from heddle.config import Settings
 from heddle.container import Container, build_container
+from heddle.loom.stream_limits import StreamLimits
 from heddle.observability.metrics import Metrics
 from heddle.realtime.setup import Realtime
 
@@ -24,6 +25,9 @@ class AppServices:
         self.settings = settings
         self.metrics = Metrics()
         self.realtime = Realtime(settings)
+        # Open run event streams per key and subject: sockets of this API process, not of a worker.
+        self.streams = StreamLimits(per_key=settings.sse_max_streams_per_key,
+                                    per_subject=settings.sse_max_streams_per_subject, metrics=self.metrics)
         self.container: Container | None = None
         self.sqlite_lock: str | None = None  # heddle.db.sqlite_owner
 

@@ -6,30 +6,38 @@ The HTTP parser is httptools with a cap on an incomplete request head (httptools
 size limit of its own: a 16 MB header line was read and served). Heads up to the cap reach the
 app, whose middleware answers 431 `headers_too_large` past `HEDDLE_MAX_HEADER_BYTES` (16 KiB);
 beyond the cap the protocol answers a plain 400 and closes the connection, so no header is
-ever buffered without bound. A response's head and body leave in one write
-(heddle/http_protocol.py).
+ever buffered without bound. A head must also be complete within `HEDDLE_HEAD_TIMEOUT`
+seconds (408, closed), and the open connections are capped in all and per client address
+(`HEDDLE_MAX_CONNECTIONS`, `HEDDLE_MAX_CONNECTIONS_PER_ADDRESS`: 503, closed). A response's
+head and body leave in one write (heddle/http_protocol.py).
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import socket
 from typing import Any
 
 from heddle.config import Settings
-from heddle.http_protocol import protocol_with_head_cap
+from heddle.connection_limits import ConnectionLimits
+from heddle.http_protocol import protocol_class
 
 # The protocol-level ceiling: comfortably above the app's own limit, so that ordinary
 # oversized heads get the envelope (431) and only absurd ones are cut off by the parser.
 PARSER_HEAD_FACTOR = 4
 
 
-def uvicorn_options(settings: Settings) -> dict[str, Any]:
+def uvicorn_options(settings: Settings, metrics: Any = None) -> dict[str, Any]:
+    """`metrics`: the app's Metrics, which then count open and refused connections."""
+    limits = ConnectionLimits(max_total=settings.max_connections,
+                              max_per_address=settings.max_connections_per_address, metrics=metrics)
     return {
         "host": settings.host,
         "port": settings.port,
-        # uvicorn's httptools protocol with a head cap, one write per response
-        "http": protocol_with_head_cap(settings.max_header_bytes * PARSER_HEAD_FACTOR),
+        # uvicorn's httptools protocol with a head cap and deadline, connection caps, one write per response
+        "http": protocol_class(max_head_bytes=settings.max_header_bytes * PARSER_HEAD_FACTOR,
+                               head_timeout=settings.head_timeout, limits=limits),
         # 64 KiB WebSocket frames at most: the Pusher protocol's own limit is 10 KiB per message.
         "ws": "websockets-sansio",
         "ws_max_size": 64 * 1024,
@@ -66,3 +74,17 @@ def listen(host: str, port: int, port_file: str | None = None) -> socket.socket:
             f.write(f"{sock.getsockname()[1]}\n")
         os.replace(tmp, port_file)
     return sock
+
+
+def raise_open_files_limit() -> int:
+    """Raise this process's soft limit on open files to its hard limit, and return it.
+
+    The connection caps are only worth anything below it: past it, accepting a connection,
+    opening a database file or a socket to PostgreSQL fails for everyone alike. Many systems
+    start processes at a soft limit of 1,024 with a far higher hard limit.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        return hard
+    return soft

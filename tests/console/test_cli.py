@@ -111,3 +111,27 @@ def test_agent_commands_make_versions_the_console_sees(server, console, tmp_path
     assert code == 1 and out["error"]["code"] == "not_found"
     code, out = cli(server, "agent", "show", agent["id"], "--version", "9")
     assert code == 1 and out["error"]["code"] == "not_found"
+
+
+def test_operator_links_use_the_configured_public_url(server):
+    def link(*extra: str, env: dict[str, str]) -> tuple[str, str]:
+        get_settings.cache_clear()
+        try:
+            result = runner.invoke(app, ["operator", "create", "--email", f"u{len(extra)}{len(env)}@example.com",
+                                         *extra, "--json", "--database-url", server.settings.database_url], env=env)
+        finally:
+            get_settings.cache_clear()
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout.strip().splitlines()[-1])["login_url"], result.stderr
+
+    url, warning = link("--public-url", "https://heddle.example.com/", env={"HEDDLE_PUBLIC_URL": ""})
+    assert url.startswith("https://heddle.example.com/console/login/") and "HEDDLE_PUBLIC_URL is not set" not in warning
+    url, warning = link(env={"HEDDLE_PUBLIC_URL": "https://ops.example.com:8443"})
+    assert url.startswith("https://ops.example.com:8443/console/login/") and "HEDDLE_PUBLIC_URL is not set" not in warning
+    # nothing configured: the default address, and a warning that says how to fix it
+    url, warning = link(env={"HEDDLE_PUBLIC_URL": "", "HEDDLE_PORT": "9000"})
+    assert url.startswith("http://127.0.0.1:9000/console/login/")
+    assert "HEDDLE_PUBLIC_URL is not set" in warning and "--public-url" in warning
+    result = runner.invoke(app, ["operator", "create", "--email", "bad@example.com", "--public-url", "ftp://x",
+                                 "--database-url", server.settings.database_url])
+    assert result.exit_code != 0 and "--public-url" in result.output

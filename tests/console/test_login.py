@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import httpx
 from sqlalchemy import update
 
 from heddle.operators import service as operators
@@ -189,3 +190,21 @@ def test_expired_links_and_sessions_are_forgotten(server):
         assert server.call(counts()) == (0, 1)
     finally:
         console.close()
+
+
+def test_a_forged_host_does_not_make_a_foreign_origin_ours(server, console):
+    """The origin check compares with HEDDLE_PUBLIC_URL (here the server's own address), never
+    with the request's Host header, which the client writes."""
+    forged = {"Host": "evil.test", "Origin": "http://evil.test"}
+    expect_error(console.post("/workspaces", json={"name": "forged"}, headers=forged), 403, "csrf_failed")
+    assert all(w["name"] != "forged" for w in console.data("GET", "/workspaces")["items"])
+    _, url = new_operator(server, "forged-host@example.com")
+    with httpx.Client(base_url=server.base_url, follow_redirects=False) as http:
+        refused = http.post(_path(server, url), headers=forged)
+        assert refused.status_code == 403
+        # the link was not spent by the refused attempt
+        assert http.post(_path(server, url), headers={"Origin": server.base_url}).status_code == 303
+    # the other loopback name of the same port is the same server
+    port = server.base_url.rsplit(":", 1)[1]
+    assert console.data("POST", "/workspaces", 201, json={"name": "via-localhost"},
+                        headers={"Origin": f"http://localhost:{port}"})["name"] == "via-localhost"

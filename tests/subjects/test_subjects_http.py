@@ -46,7 +46,12 @@ def thread_count(http, tenant, subject: str) -> int:
 def test_trailing_whitespace_or_newline_is_not_a_second_subject(http, tenant, agent, suffix):
     first = open_with_ref(http, tenant, agent, "web:alice")
     assert first.status_code == 201
-    refused(open_with_ref(http, tenant, agent, "web:alice" + suffix), "subject_ref")
+    resp = open_with_ref(http, tenant, agent, "web:alice" + suffix)
+    if suffix == "\x00":  # U+0000 is refused wherever a caller sends text (heddle/text.py)
+        assert resp.status_code == 400 and resp.json()["error"]["code"] == "invalid_request"
+        assert [d["field"] for d in resp.json()["error"]["details"]] == ["subject_ref"]
+    else:
+        refused(resp, "subject_ref")
     assert thread_count(http, tenant, "web:alice") == 1
 
 

@@ -31,10 +31,11 @@ class LiveServer:
         # Tests poll and hammer far above a person's rate; the rate-limit tests set their own.
         settings.setdefault("rate_limit_per_key", "off")
         settings.setdefault("rate_limit_per_subject", "off")
+        settings.setdefault("rate_limit_auth_failures", "off")  # tests send bad credentials on purpose
         self.settings = Settings(host="127.0.0.1", port=self.port, **settings)
         self.app = create_app(self.settings)
         # The same uvicorn options as `heddle serve` (parser, header cap, WebSocket frame size).
-        options = uvicorn_options(self.settings) | {"log_level": "warning"}
+        options = uvicorn_options(self.settings, self.app.state.services.metrics) | {"log_level": "warning"}
         config = uvicorn.Config(self.app, **options)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)

@@ -74,7 +74,8 @@ async def test_private_targets_are_refused_by_the_guarded_client(sqlite_url):
         (job,) = await dispatcher.claim()
         assert await dispatcher.attempt(job) is False
         (delivery,) = (await deliveries(db)).values()
-        assert delivery.state == "pending" and delivery.attempt_count == 1
+        # refused the same way at every retry: failed at once, with the reason
+        assert delivery.state == "failed" and delivery.attempt_count == 1 and delivery.next_attempt_at is None
         assert delivery.last_error.startswith("destination_refused")
         assert receiver.received == []  # nothing left the process
     finally:

@@ -55,6 +55,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The newest webhook deliveries, each with every attempt */
+        get: operations["list_webhook_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/identify": {
         parameters: {
             query?: never;
@@ -569,6 +586,16 @@ export interface components {
             status: "success";
             data: components["schemas"]["Trace"];
         };
+        /** WebhookDeliveryPageEnvelope */
+        WebhookDeliveryPageEnvelope: {
+            /**
+             * Status
+             * @default success
+             * @constant
+             */
+            status: "success";
+            data: components["schemas"]["WebhookDeliveryPage"];
+        };
         /** WorkspaceEnvelope */
         WorkspaceEnvelope: {
             /**
@@ -879,6 +906,16 @@ export interface components {
         ThreadPage: {
             /** Items */
             items: components["schemas"]["Thread"][];
+            /**
+             * Next Cursor
+             * @description Pass as `after` for the next page; null on the last page.
+             */
+            next_cursor: string | null;
+        };
+        /** WebhookDeliveryPage */
+        WebhookDeliveryPage: {
+            /** Items */
+            items: components["schemas"]["WebhookDelivery"][];
             /**
              * Next Cursor
              * @description Pass as `after` for the next page; null on the last page.
@@ -1206,6 +1243,12 @@ export interface components {
              * @default null
              */
             approval: components["schemas"]["ToolCallApproval"] | null;
+            /**
+             * Nul Replaced
+             * @description How many U+0000 characters in the tool host's answer were replaced by U+FFFD before it was stored (PostgreSQL cannot hold them).
+             * @default 0
+             */
+            nul_replaced: number;
         };
         /**
          * ToolCallApproval
@@ -1386,6 +1429,77 @@ export interface components {
              * @example 2026-01-01T12:00:00.000000Z
              */
             created_at: string;
+        };
+        /** WebhookAttemptRecord */
+        WebhookAttemptRecord: {
+            /**
+             * N
+             * @description 1, 2, 3 … within the delivery.
+             */
+            n: number;
+            /** Url */
+            url: string;
+            /**
+             * Started At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            started_at: string;
+            /** Duration Ms */
+            duration_ms: number;
+            /**
+             * Http Status
+             * @description The receiver's answer; null when none came.
+             */
+            http_status: number | null;
+            /**
+             * Error
+             * @description Why the attempt failed, e.g. `destination_refused: …`.
+             */
+            error: string | null;
+        };
+        /**
+         * WebhookDelivery
+         * @description One webhook owed to the workspace, with every attempt: `failed` at once when the
+         *     destination is refused (a private address, plain http), with the reason in `last_error`.
+         */
+        WebhookDelivery: {
+            /**
+             * Id
+             * @description `evt_…`: the event's id, sent on every attempt.
+             */
+            id: string;
+            /**
+             * Type
+             * @enum {string}
+             */
+            type: "run.closed" | "run.failed" | "run.awaiting_input" | "run.awaiting_outcome";
+            /** Run Id */
+            run_id: string | null;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "pending" | "delivered" | "failed";
+            /** Attempt Count */
+            attempt_count: number;
+            /** Next Attempt At */
+            next_attempt_at: string | null;
+            /**
+             * Last Error
+             * @description Why the latest attempt failed.
+             */
+            last_error: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            created_at: string;
+            /** Delivered At */
+            delivered_at: string | null;
+            /** Attempts */
+            attempts: components["schemas"]["WebhookAttemptRecord"][];
         };
         /**
          * Workspace
@@ -1581,6 +1695,100 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WorkspaceEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request` */
+            400: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `secret_key_in_browser` */
+            403: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_webhook_deliveries: {
+        parameters: {
+            query?: {
+                state?: ("pending" | "delivered" | "failed") | null;
+                limit?: number;
+            };
+            header?: {
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                "Service-Run"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    /** @description This request's id; quote it when reporting a problem. */
+                    "Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryPageEnvelope"];
                 };
             };
             /** @description Error codes: `invalid_request` */

@@ -64,6 +64,26 @@ async def _admit(request: Request, ctx: AuthContext) -> AuthContext:
     return ctx
 
 
+def client_address(request: Request) -> str | None:
+    """The client's address as uvicorn reports it (the proxy's `X-Forwarded-For` when trusted)."""
+    return request.client.host if request.client else None
+
+
+@asynccontextmanager
+async def counting_failures(request: Request) -> AsyncIterator[None]:
+    """Authenticate inside this: an address past its failed-authentication budget is refused
+    first (429), and a 401 raised inside is counted against it (heddle/ratelimit/limiter.py)."""
+    limiter = services(request).rate_limiter
+    address = client_address(request)
+    await limiter.check_address(address)
+    try:
+        yield
+    except HeddleError as err:
+        if err.status == 401:
+            await limiter.count_failure(address)
+        raise
+
+
 async def _relay(request: Request, bearer: str, session: AsyncSession) -> AuthContext:
     if header(request, b"origin"):
         raise HeddleError("secret_key_in_browser", "A workspace secret must never be used from a "
@@ -78,12 +98,13 @@ async def workspace_key_auth(request: Request) -> AuthContext:
     sessions (lookup refresh, charge), and holding one connection while waiting for another
     would deadlock the pool under load.
     """
-    bearer = _bearer(request)
-    if looks_like_jwt(bearer):
-        raise HeddleError("unauthorized", "This endpoint accepts only a workspace API key "
-                          "(Bearer sk_…), not a session token.")
-    async with services(request).database().session() as session:
-        ctx = await _relay(request, bearer, session)
+    async with counting_failures(request):
+        bearer = _bearer(request)
+        if looks_like_jwt(bearer):
+            raise HeddleError("unauthorized", "This endpoint accepts only a workspace API key "
+                              "(Bearer sk_…), not a session token.")
+        async with services(request).database().session() as session:
+            ctx = await _relay(request, bearer, session)
     return await _admit(request, ctx)
 
 
@@ -121,6 +142,11 @@ async def loom_session(request: Request, *, write: bool = False) -> AsyncIterato
 
 
 async def _loom(request: Request, session: AsyncSession, *, write: bool) -> AuthContext:
+    async with counting_failures(request):
+        return await _authenticate_loom(request, session, write=write)
+
+
+async def _authenticate_loom(request: Request, session: AsyncSession, *, write: bool) -> AuthContext:
     bearer = _bearer(request)
     subject_header = header(request, b"service-subject")
     connection_header = header(request, b"service-connection")

@@ -90,6 +90,9 @@ def install_error_handlers(app: FastAPI) -> None:
         err = HeddleError(code, message, status=exc.status_code, headers=headers)
         return _response(request, err)
 
+    # Starlette answers an unhandled exception with this handler and then raises it again, and
+    # uvicorn closes the connection when an exception leaves the app: these answers say so
+    # (`Connection: close`), or a keep-alive client's next request would meet a closed socket.
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):
         if database_unreachable(exc):  # a dependency, not a bug: the caller may retry
@@ -97,10 +100,10 @@ def install_error_handlers(app: FastAPI) -> None:
                         detail=str(exc)[:200], request_id=getattr(request.state, "request_id", None))
             return _response(request, HeddleError(
                 "service_unavailable", "The database is not accepting connections right now; retry shortly.",
-                headers={"Retry-After": "1"}))
+                headers={"Retry-After": "1", "Connection": "close"}))
         log.exception("unhandled_error", path=request.url.path,
                       request_id=getattr(request.state, "request_id", None))
-        return _response(request, HeddleError("internal_error"))
+        return _response(request, HeddleError("internal_error", headers={"Connection": "close"}))
 
 
 def database_unreachable(exc: BaseException) -> bool:

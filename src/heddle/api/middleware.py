@@ -1,7 +1,8 @@
 """Pure-ASGI middleware around every request.
 
 Assigns the request id (returned as `Request-Id`), enforces the limits of heddle.api.limits
-(headers 431, body size 413 and time 408, JSON depth) and the JSON content type (415), reads
+(headers 431, body size 413 and time 408, JSON depth), the JSON content type (415) and the
+NUL rule (heddle/text.py: 400 for a U+0000 in the path, query or body), reads
 the whole body before the app runs (so no handler holds a database connection while a client
 is still sending), and, once the response is sent, records metrics and queues the request-log
 row for /v1 calls. Handlers publish who called through `scope["state"]`.
@@ -18,6 +19,7 @@ from collections.abc import Callable
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from heddle import text
 from heddle.api.headers import header as _header
 from heddle.api.limits import header_problem, json_too_deep, read_body, replay
 from heddle.errors import HeddleError
@@ -100,6 +102,7 @@ class RequestContextMiddleware:
             if refusal is not None:
                 await _send_error(send_wrapper, refusal, request_id)
                 return
+            body = None
             if _has_body(scope):
                 try:
                     body = await read_body(receive, limit=self.max_body_bytes, timeout=self.body_timeout)
@@ -115,6 +118,12 @@ class RequestContextMiddleware:
                         request_id)
                     return
                 receive = replay(body, receive)
+            # U+0000 anywhere the caller sent text: 400 on either database (heddle/text.py)
+            nul = text.refusal(path=path, query_string=scope.get("query_string", b""), body=body,
+                               json_body=_is_json(scope))
+            if nul is not None:
+                await _send_error(send_wrapper, nul, request_id)
+                return
             await self.app(scope, receive, send_wrapper)
         finally:
             self._record(scope, state, method, path, status_holder["status"], request_id, started,

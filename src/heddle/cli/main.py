@@ -64,7 +64,7 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     from heddle.cli.database import resolve as resolve_database
     from heddle.config import Settings
     from heddle.db import sqlite_owner
-    from heddle.serving import uvicorn_options
+    from heddle.serving import raise_open_files_limit, uvicorn_options
 
     overrides: dict = {}
     if database_url:
@@ -87,7 +87,13 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     _, database_line = resolve_database(settings.database_url, may_create=True)
     sys.stderr.write(f"Heddle on http://{settings.host}:{sock.getsockname()[1]} (API reference at /docs); "
                      f"{database_line}\n")
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), **uvicorn_options(settings)))
+    if not settings.public_url and settings.host not in ("127.0.0.1", "localhost", "::1"):
+        sys.stderr.write("heddle serve: HEDDLE_PUBLIC_URL is not set. The console accepts changes only from "
+                         f"{settings.console_base_url()} and `heddle operator` links point there: set "
+                         "HEDDLE_PUBLIC_URL to the URL operators use.\n")
+    raise_open_files_limit()
+    app = create_app(settings)
+    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings, app.state.services.metrics)))
     server.run(sockets=[sock])
     if not server.started:  # as uvicorn.run: a start-up that failed is not a clean exit
         raise typer.Exit(3)

@@ -2,7 +2,8 @@
 
 Every state-changing request must also prove it comes from the console itself (CSRF): the
 `X-CSRF-Token` header equal to the session's token (JavaScript on another site cannot read it),
-and, when the browser names one, an `Origin` equal to the server's own.
+and, when the browser names one, an `Origin` equal to the server's own (HEDDLE_PUBLIC_URL's,
+never one made from the request's `Host`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from urllib.parse import urlsplit
 from fastapi import Request
 from fastapi.responses import Response
 
-from heddle.api.deps import services
+from heddle.api.deps import counting_failures, services
 from heddle.errors import HeddleError
 from heddle.operators import service as operators
 from heddle.operators.service import ActiveSession
@@ -32,11 +33,22 @@ class ConsoleOperator:
     session_hash: str
 
 
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
 def own_origins(request: Request) -> set[str]:
-    """The origins this server answers on: the one the browser reached (Host) and HEDDLE_PUBLIC_URL's."""
-    origins = {f"{request.url.scheme}://{request.headers.get('host', '')}".lower()}
+    """The console's own origin: HEDDLE_PUBLIC_URL's, or http://{host}:{port} when unset.
+
+    Never the request's `Host` header, which the client writes: `Host: evil.test` with
+    `Origin: http://evil.test` passed the check while it was trusted. A server on a loopback
+    address also answers to the other loopback names at its port (a browser on the same machine
+    may call it localhost); those origins can only be pages of this server.
+    """
     public = urlsplit(services(request).settings.console_base_url())
-    origins.add(f"{public.scheme}://{public.netloc}".lower())
+    origins = {f"{public.scheme}://{public.netloc}".lower()}
+    host = (public.hostname or "").lower()
+    if host in ("127.0.0.1", "localhost", "::1") and public.port is not None:
+        origins |= {f"{public.scheme}://{name}:{public.port}" for name in _LOOPBACK_NAMES}
     return origins
 
 
@@ -72,10 +84,13 @@ async def current_operator(request: Request) -> ConsoleOperator:
     cookie = request.cookies.get(COOKIE)
     if not cookie:
         raise _unauthenticated(request)
-    async with svc.db.session() as session:
-        active: ActiveSession | None = await operators.find_session(session, cookie)
-    if active is None:
-        raise HeddleError("console_unauthenticated", "The console session expired or ended: sign in again.")
+    # A cookie that names no session is a failed authentication, counted per client address
+    # like a wrong API key (no cookie at all is an operator who has not signed in yet).
+    async with counting_failures(request):
+        async with svc.db.session() as session:
+            active: ActiveSession | None = await operators.find_session(session, cookie)
+        if active is None:
+            raise HeddleError("console_unauthenticated", "The console session expired or ended: sign in again.")
     if request.method in UNSAFE_METHODS:
         sent = request.headers.get("x-csrf-token", "")
         if not sent or not hmac.compare_digest(sent.encode(), active.csrf_token.encode()):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, Path, Request
 
 from heddle.console.common import ok, policy, reading, success, writing
@@ -36,6 +38,13 @@ async def update_workspace(body: UpdateWorkspace, request: Request, ws: str = Wo
     async with writing(request) as s:
         data = await control.update(s, ws, body.change(), policy(request, body.dev))
     return success(data)
+
+
+@router.get("/workspaces/{ws}/webhook-deliveries")
+async def list_webhook_deliveries(request: Request, ws: str = WorkspaceId,
+                                  state: Literal["pending", "delivered", "failed"] | None = None):
+    async with reading(request) as s:
+        return success(await control.list_webhook_deliveries(s, ws, state=state))
 
 
 @router.get("/workspaces/{ws}/keys")

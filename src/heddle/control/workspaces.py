@@ -132,6 +132,14 @@ async def revoke_key(session: AsyncSession, key_id: str, *, workspace_id: str | 
     return {"id": key.id, "revoked": True}
 
 
+async def list_webhook_deliveries(session: AsyncSession, workspace_id: str, *, state: str | None = None,
+                                  limit: int = 20) -> dict[str, Any]:
+    """The newest deliveries with their attempts; a refused destination shows as `failed` with
+    its reason in `last_error`."""
+    ws = await workspace(session, workspace_id)
+    return {"items": await translated(webhook_service.list_deliveries(session, ws.id, limit=limit, state=state))}
+
+
 # --- connections ---
 
 async def list_connections(session: AsyncSession, workspace_id: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from heddle.loom.effects import EventSink, thread_channel
 from heddle.observability.logging import get_logger
+from heddle.text import NUL, REPLACEMENT
 
 log = get_logger(__name__)
 
@@ -55,6 +56,7 @@ class DeltaStream:
     async def delta(self, text: str) -> None:
         if not text:
             return
+        text = text.replace(NUL, REPLACEMENT)  # stored as is: text PostgreSQL can hold (heddle/text.py)
         data = {"run_id": self._run, "message_id": self._message, "seq": self.seq, "delta": text}
         self.seq += 1
         self.sent += 1

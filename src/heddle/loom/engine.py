@@ -50,6 +50,7 @@ from heddle.loom.states import (
 from heddle.loom.tools import ToolRunner, tool_definition, tool_specs
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
+from heddle.text import mark_nul_replaced, replace_nul
 from heddle.workspaces.models import Workspace
 
 log = get_logger(__name__)
@@ -205,6 +206,7 @@ class RunEngine:
                 await self.run_events.drain(run.id)
         if response is None:  # the run stopped while the model was thinking: drop the call
             return False
+        response, nul_replaced = replace_nul(response)  # text PostgreSQL can hold (heddle/text.py)
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
         effects = Effects()
         finish = not response.tool_calls
@@ -219,7 +221,8 @@ class RunEngine:
                 "id": turn_id, "run_id": run.id, "seq": run.turn_count + 1, "model_class": model_class.name,
                 "input_tokens": response.input_tokens, "output_tokens": response.output_tokens,
                 "cost_micro": cost, "request": {**response.request, "history": history},
-                "response": {**response.response, "text": response.text},
+                "response": {**response.response, "text": response.text,
+                             **({"nul_replaced": nul_replaced} if nul_replaced else {})},
                 "latency_ms": round((time.perf_counter() - started) * 1000, 3), "created_at": utcnow()})
             try:
                 await billing.charge(session, run.workspace_id, cost, reason="model_turn", ref=str(turn_id),
@@ -328,6 +331,7 @@ class RunEngine:
                 fields["cost_micro"] = execution.cost_micro
                 if execution.cost_micro:
                     run_values["cost_micro"] = run.cost_micro + execution.cost_micro
+            fields = mark_nul_replaced(fields, call.attempts)  # a host's U+0000, replaced and recorded
             # A call that was in flight when its run was cancelled is still recorded (its side
             # effect may have happened); any other loss of the run stops here (StaleExecutor).
             await hold_or_cancelled(session, fence, **run_values)
@@ -380,7 +384,7 @@ class RunEngine:
             async with self.db.transaction() as session:
                 run = await session.get(Run, run_id)  # fenced transition: StaleExecutor if not ours
                 await transition(session, run, "fail", fence=fence.token, error_code=code,
-                                 error_message=message[:2000])
+                                 error_message=replace_nul(message[:2000])[0])
                 effects.run_updated(run.thread_id, await render_run(session, run))
                 await advance_queue(session, run.thread_id, effects)
                 await stage(session, effects, held={run.id: run.workspace_id})  # the fenced UPDATE locked it

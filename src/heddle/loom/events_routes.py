@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Header, Query, Request
-from fastapi.responses import StreamingResponse
 
 from heddle.api.deps import loom_session, services
 from heddle.api.operations import LOOM, UUIDPath, operation
 from heddle.loom import queries as q
 from heddle.loom.sse import RunEventStream, parse_event_id
+from heddle.loom.stream_limits import CountedStreamingResponse
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
 
@@ -17,7 +17,7 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 @router.get("/runs/{run_id}/events",
             summary="The run's events as Server-Sent Events, resumable with Last-Event-ID",
-            **operation(None, auth=LOOM, headers=("Service-Subject",), errors=("not_found",),
+            **operation(None, auth=LOOM, headers=("Service-Subject",), errors=("not_found", "rate_limited"),
                         event_stream=("`run.updated` (data: Run), `message.created` (data: Message) and "
                                       "`message.delta` events, each with `id:`; the stream ends after the "
                                       "run's terminal event")))
@@ -37,4 +37,7 @@ async def run_events(run_id: UUIDPath, request: Request,
     stream = RunEventStream(svc.database(), svc.run_events.signals, run.id, after,
                             heartbeat_seconds=svc.settings.sse_heartbeat_seconds,
                             poll_seconds=svc.settings.sse_poll_seconds)
-    return StreamingResponse(stream.events(), media_type="text/event-stream", headers=SSE_HEADERS)
+    # Counted while open, per key and per subject: 429 past either cap (loom/stream_limits.py).
+    release = request.app.state.services.streams.acquire(auth)
+    return CountedStreamingResponse(stream.events(), media_type="text/event-stream", headers=SSE_HEADERS,
+                                    release=release)

@@ -113,6 +113,8 @@ class ToolCall(ReadModel):
     cost_credits: Credits
     outcome: Outcome | None
     approval: ToolCallApproval | None = Field(None, description="Present for `interaction: approve` tools.")
+    nul_replaced: int = Field(0, description="How many U+0000 characters in the tool host's answer were "
+                              "replaced by U+FFFD before it was stored (PostgreSQL cannot hold them).")
 
 
 class ConnectionRef(ReadModel):

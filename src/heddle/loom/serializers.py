@@ -7,6 +7,7 @@ from typing import Any
 from heddle.loom.models import Message, Run, Thread, ToolCall, Turn
 from heddle.loom.states import AWAITING_INPUT, AWAITING_OUTCOME, FAILED, TERMINAL
 from heddle.money import to_credits
+from heddle.text import nul_replaced
 from heddle.timeutil import iso
 
 
@@ -29,6 +30,7 @@ def tool_call_dict(tc: ToolCall) -> dict[str, Any]:
         "status": tc.status, "args": tc.args or {}, "result": tc.result, "risk": tc.risk,
         "reliability": tc.reliability, "cost_credits": to_credits(tc.cost_micro), "outcome": outcome,
         "approval": tc.approval,  # interaction: approve — required?, who answered, when, why
+        "nul_replaced": nul_replaced(tc.attempts),  # U+0000 in the host's answer (heddle/text.py)
     }
 
 

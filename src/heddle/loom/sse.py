@@ -10,7 +10,10 @@ then waits. It wakes when this process commits events of the run (`RunEventSigna
 has just stored come with the wake-up and are sent without a read), when the shared event bus
 (`HEDDLE_EVENT_BUS=postgres|redis`) carries an event of the run that another process (a worker,
 or another server behind the same load balancer) published, and every `poll_seconds` whatever
-happens, which covers a bus message lost across a reconnect and deployments with no shared bus.
+happens, which covers a bus message lost across a reconnect and deployments with no shared bus
+(the interval doubles while nothing happens, up to 8 times, and is back to `poll_seconds` after
+any wake-up: 100 idle streams polling every second cost a busy 2-core server a tenth of a core
+and tripled another workspace's median latency, measured with bench/abuse.py).
 While nothing happens it sends a comment line (`: heartbeat`) every `heartbeat_seconds` so
 proxies and clients keep the connection. It ends right after the run's terminal `run.updated` (`closed` or `failed`).
 
@@ -37,6 +40,7 @@ from heddle.loom.states import TERMINAL
 MAX_EVENT_ID = 2**31 - 1
 BATCH = 500
 RETRY_MS = 1000  # how long a browser's EventSource waits before it reconnects
+MAX_POLL_BACKOFF = 8  # a quiet stream's poll interval doubles up to 8 x HEDDLE_SSE_POLL_SECONDS
 
 
 def parse_event_id(raw: str | None, source: str, location: str) -> int:
@@ -80,6 +84,7 @@ class RunEventStream:
             yield f"retry: {RETRY_MS}\n\n"
             last_sent = time.monotonic()
             need_read = True
+            quiet_polls = 0
             while True:
                 waiter.event.clear()
                 inbox, waiter.rows = waiter.rows, []
@@ -104,6 +109,7 @@ class RunEventStream:
                             return
                     if rows:
                         last_sent, need_read = time.monotonic(), True  # there may be more
+                        quiet_polls = 0
                         continue
                     if state is None or state in TERMINAL:  # erased, or ended before events were stored
                         return
@@ -111,10 +117,15 @@ class RunEventStream:
                 if quiet >= self.heartbeat_seconds:
                     yield ": heartbeat\n\n"
                     last_sent, quiet = time.monotonic(), 0.0
-                wait = max(0.0, min(self.poll_seconds, self.heartbeat_seconds - quiet))
+                # A stream that stays quiet polls less and less often (the poll only covers
+                # events no signal announced): idle streams cost little, and a wake-up resets it.
+                poll = self.poll_seconds * min(2 ** quiet_polls, MAX_POLL_BACKOFF)
+                wait = max(0.0, min(poll, self.heartbeat_seconds - quiet))
                 try:
                     await asyncio.wait_for(waiter.event.wait(), timeout=wait)
+                    quiet_polls = 0
                 except TimeoutError:
                     need_read = True  # poll: another process may have stored events
+                    quiet_polls += 1
         finally:
             self.signals.unsubscribe(self.run_id, waiter)

@@ -35,3 +35,27 @@ class Metrics:
             "heddle_request_log_dropped_total", "Request-log rows dropped (queue full or write error)",
             registry=self.registry,
         )
+        # Connections and streams (heddle/connection_limits.py, loom/stream_limits.py, realtime/admission.py)
+        self.connections_open = Gauge(
+            "heddle_http_connections_open", "Open HTTP connections (WebSockets excluded)", registry=self.registry,
+        )
+        self.connections_refused = Counter(
+            "heddle_http_connections_refused_total", "HTTP connections refused at a cap (503)",
+            ["limit"], registry=self.registry,
+        )
+        self.head_timeouts = Counter(
+            "heddle_http_head_timeouts_total", "Connections closed for a request head not complete in time",
+            registry=self.registry,
+        )
+        self.streams_open = Gauge(
+            "heddle_event_streams_open", "Open GET /v1/loom/runs/{id}/events streams", registry=self.registry,
+        )
+        self.streams_refused = Counter(
+            "heddle_event_streams_refused_total", "Event streams refused at a cap (429)", ["limit"],
+            registry=self.registry,
+        )
+        self.realtime_refused = Counter(
+            "heddle_realtime_connections_refused_total",
+            "WebSocket connections refused at a cap before authentication (pusher error 4100)", ["limit"],
+            registry=self.registry,
+        )

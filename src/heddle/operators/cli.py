@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, table, when
-from heddle.config import get_settings
+from heddle.config import Settings, get_settings
 from heddle.operators import service
 
 app = typer.Typer(help="Console operators and their login links.", no_args_is_help=True)
@@ -13,8 +13,27 @@ app = typer.Typer(help="Console operators and their login links.", no_args_is_he
 EmailOption = typer.Option(..., "--email", help="The operator's email address (case does not matter).")
 
 
-def _link(token: str) -> str:
-    return service.login_url(get_settings().console_base_url(), token)
+PublicUrlOption = typer.Option(
+    "", "--public-url", envvar="HEDDLE_PUBLIC_URL", show_envvar=True,
+    help="Where operators reach the server (the server's own HEDDLE_PUBLIC_URL); links start with it.")
+
+
+def _base_url(public_url: str) -> str:
+    """The configured public URL; without one, http://{HEDDLE_HOST}:{HEDDLE_PORT}, with a warning:
+    this process cannot know where a server started with other options listens."""
+    settings = get_settings()
+    if public_url:
+        try:
+            return Settings(public_url=public_url).console_base_url()
+        except ValueError:
+            raise typer.BadParameter("must be an http(s) origin such as https://heddle.example.com",
+                                     param_hint="--public-url") from None
+    base = settings.console_base_url()
+    if not settings.public_url:
+        typer.echo(f"heddle operator: HEDDLE_PUBLIC_URL is not set, so this link assumes the server is at "
+                   f"{base}. If it runs elsewhere, pass --public-url (or set HEDDLE_PUBLIC_URL, the same "
+                   "value the server uses for its console's origin check).", err=True)
+    return base
 
 
 def _print_link(d: dict) -> None:
@@ -23,30 +42,36 @@ def _print_link(d: dict) -> None:
                   f"{minutes} minutes:\n{d['login_url']}", highlight=False, soft_wrap=True)
 
 
-async def _with_link(s, op) -> dict:
+async def _with_link(s, op, base_url: str) -> dict:
     """The operator with a new one-time login link (the contract's `{id, email, login_url}`)."""
     token = await service.new_login_token(s, op, get_settings().console_link_ttl)
-    return {"id": op.id, "email": op.email, "login_url": _link(token)}
+    return {"id": op.id, "email": op.email, "login_url": service.login_url(base_url, token)}
 
 
 @app.command("create")
-def create(email: str = EmailOption, database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+def create(email: str = EmailOption, database_url: str = DatabaseUrl, as_json: bool = JsonFlag,
+           public_url: str = PublicUrlOption):
     """Add an operator and print a one-time login link."""
     from heddle.cli.control import guarded
 
+    base_url = _base_url(public_url)
+
     async def work(s):
-        return await _with_link(s, await service.create_operator(s, email))
+        return await _with_link(s, await service.create_operator(s, email), base_url)
 
     emit(guarded(as_json, database_url, work), as_json, _print_link)
 
 
 @app.command("login-link")
-def login_link(email: str = EmailOption, database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
+def login_link(email: str = EmailOption, database_url: str = DatabaseUrl, as_json: bool = JsonFlag,
+               public_url: str = PublicUrlOption):
     """A new one-time login link for an existing operator."""
     from heddle.cli.control import guarded
 
+    base_url = _base_url(public_url)
+
     async def work(s):
-        return await _with_link(s, await service.by_email(s, email))
+        return await _with_link(s, await service.by_email(s, email), base_url)
 
     emit(guarded(as_json, database_url, work), as_json, _print_link)
 

@@ -14,7 +14,9 @@ only the protocol on top:
   (403); a name Pusher would not accept -> `pusher:error`. Nothing else is subscribed;
 * `pusher:unsubscribe`; client events (`client-*`) and other events -> `pusher:error`;
 * invalid JSON, non-protocol messages or binary frames -> `pusher:error` 4200 and close 4200;
-  a message over 10 KiB -> `pusher:error` 4009 and close 4009.
+  a message over 10 KiB -> `pusher:error` 4009 and close 4009;
+* over a cap of `admission.py` (per client address, or sockets not yet subscribed) or the hub's
+  total -> `pusher:error` 4100 and close 4100.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from fastapi import APIRouter, WebSocket
 
 from heddle.observability.logging import get_logger
 from heddle.realtime import protocol
+from heddle.realtime.admission import Admission, Ticket
 from heddle.realtime.connection import Connection
 from heddle.realtime.hub import HubFull, RealtimeHub
 from heddle.realtime.signing import is_valid_channel_name, parse_thread_channel, verify_channel_auth
@@ -39,7 +42,7 @@ class PusherEndpoint:
 
     def __init__(self, hub: RealtimeHub, *, app_key: str, app_secret: str, activity_timeout: float = 120,
                  pong_timeout: float = 30, max_message_bytes: int = protocol.MAX_CLIENT_MESSAGE_BYTES,
-                 close_timeout: float = 5):
+                 close_timeout: float = 5, admission: Admission | None = None):
         if not app_key or not app_secret:
             raise ValueError("app_key and app_secret must not be empty")
         if activity_timeout <= 0 or pong_timeout <= 0 or close_timeout <= 0 or max_message_bytes < 1:
@@ -51,6 +54,8 @@ class PusherEndpoint:
         self.pong_timeout = pong_timeout
         self.max_message_bytes = max_message_bytes
         self.close_timeout = close_timeout
+        self.admission = admission
+        self._tickets: dict[str, Ticket] = {}  # socket id -> its admission, until it closes
         # Pusher advertises whole seconds; the server itself keeps the exact value.
         self.advertised_activity_timeout = max(1, math.ceil(activity_timeout))
 
@@ -60,12 +65,24 @@ class PusherEndpoint:
         if refusal is not None:
             await self._refuse(websocket, *refusal)
             return
+        ticket = None
+        if self.admission is not None:
+            admitted = self.admission.admit(websocket.client.host if websocket.client else None)
+            if isinstance(admitted, tuple):
+                log.info("realtime_refused", code=admitted[0], reason=admitted[1])
+                await self._refuse(websocket, *admitted)
+                return
+            ticket = admitted
         try:
             conn = self.hub.open(websocket.send_text, websocket.close)
         except HubFull:
+            if ticket is not None:
+                self.admission.leave(ticket)
             log.warning("realtime_over_capacity", max_connections=self.hub.max_connections)
             await self._refuse(websocket, protocol.OVER_CAPACITY, "Over capacity")
             return
+        if ticket is not None:
+            self._tickets[conn.socket_id] = ticket
         conn.send(protocol.connection_established(conn.socket_id, self.advertised_activity_timeout))
         reader = asyncio.create_task(self._read(websocket, conn), name=f"realtime-reader-{conn.socket_id}")
         try:
@@ -75,6 +92,8 @@ class PusherEndpoint:
                 await conn.wait_closed(self.close_timeout)
         finally:
             self.hub.forget(conn)
+            if ticket is not None:
+                self.admission.leave(self._tickets.pop(conn.socket_id, ticket))
             if not reader.done():
                 reader.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -172,6 +191,9 @@ class PusherEndpoint:
             self._reply(conn, protocol.subscription_error(
                 channel, 429, f"At most {self.hub.max_channels_per_connection} channels per connection"))
         else:
+            ticket = self._tickets.get(conn.socket_id)
+            if ticket is not None:  # a valid signature: no longer an unauthenticated socket
+                self.admission.authenticated(ticket)
             # No await between subscribing and queuing this: no event can overtake it.
             self._reply(conn, protocol.subscription_succeeded(channel))
 
@@ -189,10 +211,11 @@ class PusherEndpoint:
 
 def build_realtime_router(hub: RealtimeHub, *, app_key: str, app_secret: str, activity_timeout: float = 120,
                           pong_timeout: float = 30, max_message_bytes: int = protocol.MAX_CLIENT_MESSAGE_BYTES,
-                          path: str = "/app/{key}") -> APIRouter:
+                          path: str = "/app/{key}", admission: Admission | None = None) -> APIRouter:
     """An APIRouter with the Pusher-protocol WebSocket endpoint, to mount into the main app."""
     endpoint = PusherEndpoint(hub, app_key=app_key, app_secret=app_secret, activity_timeout=activity_timeout,
-                              pong_timeout=pong_timeout, max_message_bytes=max_message_bytes)
+                              pong_timeout=pong_timeout, max_message_bytes=max_message_bytes,
+                              admission=admission)
     router = APIRouter()
     router.add_api_websocket_route(path, endpoint.handle, name="realtime_pusher")
     return router

@@ -25,7 +25,7 @@ class Realtime:
             # (several processes must share them: heddle.deployment refuses otherwise).
             self.key = settings.pusher_key or f"heddle-{secrets.token_hex(8)}"
             self.secret = settings.pusher_secret or secrets.token_urlsafe(32)
-            self.hub = RealtimeHub() if serve_sockets else None
+            self.hub = RealtimeHub(max_connections=settings.realtime_max_connections) if serve_sockets else None
             if settings.event_bus == "memory":
                 self.publisher = build_publisher("builtin", self.hub, settings) if self.hub else None
             else:  # every process publishes to the bus; the ones serving sockets relay it

@@ -7,7 +7,9 @@ never send the same attempt); a process that dies mid-attempt leaves the row to 
 again when the lease runs out. A failed attempt is recorded and the delivery rescheduled with
 exponential backoff (`backoff()`); after `webhook_retry_hours` (72 h by default, never less
 than the 24 h of the contract unless configured) it is given up as `failed`. The event id in
-the body is fixed when the delivery is owed, so every retry carries the same `id`.
+the body is fixed when the delivery is owed, so every retry carries the same `id`. A refused
+destination (the SSRF policy, plain http, an unusable URL) is not retried: the delivery fails at
+once, its `last_error` saying why.
 
 Calls go through the SSRF-guarded outbound client and are signed exactly like tool calls
 (`Service-Signature` over `<t>.POST.<path>.<body digest>`) under the workspace's webhook
@@ -146,9 +148,9 @@ class WebhookDispatcher:
     async def attempt(self, job: Job) -> bool:
         """POST one claimed delivery and record the attempt; True when delivered."""
         started, clock = utcnow(), time.monotonic()
-        status, error = None, None
+        status, error, final = None, None, False
         if job.url is None or job.secret is None:
-            error = "the workspace has no webhook URL any more"
+            error, final = "the workspace has no webhook URL any more", True
         else:
             try:
                 reply = await post_signed(self.client, job.url, body=encode_json(job.body), request_secret=job.secret,
@@ -159,16 +161,20 @@ class WebhookDispatcher:
                     error = host_error_message(reply)
             except AttemptFailed as exc:
                 error = f"{exc.error.code}: {exc.error.message}"[:500]
-        await self._record(job, started, round((time.monotonic() - clock) * 1000, 3), status, error)
+                # A destination the outbound policy refuses (a private address, plain http) or
+                # a URL that cannot be sent to is refused the same way at every retry: the
+                # delivery fails now, with the reason, instead of retrying for 72 hours.
+                final = not exc.retryable
+        await self._record(job, started, round((time.monotonic() - clock) * 1000, 3), status, error, final)
         return error is None
 
     async def _record(self, job: Job, started: dt.datetime, duration_ms: float, status: int | None,
-                      error: str | None) -> None:
+                      error: str | None, final: bool = False) -> None:
         now = utcnow()
         values: dict[str, Any] = {"attempt_count": job.attempt, "last_error": error}
         if error is None:
             values.update(state="delivered", delivered_at=now, next_attempt_at=None)
-        elif job.url is None:
+        elif final:
             values.update(state="failed", next_attempt_at=None)
         else:
             s = self.settings

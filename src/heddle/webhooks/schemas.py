@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from heddle.api.envelope import ReadModel, Timestamp
+from heddle.api.envelope import NullableTimestamp, ReadModel, Timestamp
 from heddle.loom.schemas import Run
 
 WEBHOOK_TYPES = ("run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome")
@@ -23,3 +23,28 @@ class WebhookEvent(ReadModel):
     type: Literal["run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome"]
     created_at: Timestamp
     data: Run
+
+
+class WebhookAttemptRecord(ReadModel):
+    n: int = Field(description="1, 2, 3 … within the delivery.")
+    url: str
+    started_at: Timestamp
+    duration_ms: float
+    http_status: int | None = Field(description="The receiver's answer; null when none came.")
+    error: str | None = Field(description="Why the attempt failed, e.g. `destination_refused: …`.")
+
+
+class WebhookDelivery(ReadModel):
+    """One webhook owed to the workspace, with every attempt: `failed` at once when the
+    destination is refused (a private address, plain http), with the reason in `last_error`."""
+
+    id: str = Field(description="`evt_…`: the event's id, sent on every attempt.")
+    type: Literal["run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome"]
+    run_id: str | None
+    state: Literal["pending", "delivered", "failed"]
+    attempt_count: int
+    next_attempt_at: NullableTimestamp
+    last_error: str | None = Field(description="Why the latest attempt failed.")
+    created_at: Timestamp
+    delivered_at: NullableTimestamp
+    attempts: list[WebhookAttemptRecord]

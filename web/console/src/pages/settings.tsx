@@ -1,5 +1,5 @@
 // Workspace settings, in tabs: general (auth, origins, realtime, limits, retention, webhooks),
-// API keys, agents and connections.
+// API keys, agents, connections and webhook deliveries.
 import { Card, ErrorBox, Loading, PageHead, useApi } from "../components";
 import { credits } from "../format";
 import { Link } from "../router";
@@ -7,9 +7,10 @@ import { General } from "./settings_general";
 import { Keys } from "./settings_keys";
 import { Agents } from "./settings_agents";
 import { Connections } from "./settings_connections";
+import { Webhooks } from "./settings_webhooks";
 
 type Obj = Record<string, any>;
-const TABS = [["general", "General"], ["keys", "API keys"], ["agents", "Agents"], ["connections", "Connections"]] as const;
+const TABS = [["general", "General"], ["keys", "API keys"], ["agents", "Agents"], ["connections", "Connections"], ["webhooks", "Webhooks"]] as const;
 
 export function Settings({ ws, tab }: { ws: string; tab: string }) {
   const detail = useApi<Obj>(`/workspaces/${ws}`);
@@ -29,6 +30,7 @@ export function Settings({ ws, tab }: { ws: string; tab: string }) {
       {tab === "keys" && <Keys ws={ws} />}
       {tab === "agents" && <Agents ws={ws} />}
       {tab === "connections" && <Connections ws={ws} />}
+      {tab === "webhooks" && <Webhooks ws={ws} />}
     </div>
   );
 }
