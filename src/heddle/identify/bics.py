@@ -18,6 +18,7 @@ BIC-keyed holder of its BIC: the same name, a former name, or the same distincti
 from __future__ import annotations
 
 import json
+from collections import Counter
 import re
 import sys
 import unicodedata
@@ -52,13 +53,14 @@ def words(name: str) -> tuple[str, ...]:
 
 def names_agree(name: str, holder: Institution, former: tuple[str, ...] = ()) -> bool:
     """True when `name` (a registry entry's) is the holder's name or one of its former names:
-    equal distinctive words, or the same first distinctive word."""
+    the same distinctive words, or one name's words followed by more ("Commerzbank Bamberg",
+    a branch entry of COMMERZBANK Aktiengesellschaft)."""
     mine = words(name)
     if not mine:
         return False
     for other in (holder.name, *former):
         theirs = words(other)
-        if theirs and (mine == theirs or mine[0] == theirs[0]):
+        if theirs and (mine[:len(theirs)] == theirs or theirs[:len(mine)] == mine):
             return True
     return False
 
@@ -106,12 +108,24 @@ def load_bic_index(curated: CuratedData) -> BicIndex:
     for bic, lei in bics.items():
         inst = Institution(name=sys.intern(leis[lei]), type="bank", code=bic[:8],
                            country=bic[4:6], bic=bic[:8] if bic.endswith("XXX") else bic)
-        holder = BicHolder(inst, "gleif", lei=lei)
+        holder = BicHolder(_usual_name(inst, bic), "gleif", lei=lei)
         if bic.endswith("XXX"):
             head.setdefault(bic[:8], holder)  # curated entries keep their names and types
         else:
             exact[bic] = holder
     return BicIndex(head, exact)
+
+
+def _usual_name(inst: Institution, bic: str) -> Institution:
+    """The registry's usual spelling of the holder's legal name ("Deutsche Bank" for DEUTSCHE
+    BANK AKTIENGESELLSCHAFT): the most frequent entry name under the BIC with exactly the
+    same distinctive words; else the legal name."""
+    legal = words(inst.name)
+    agreeing = Counter(b.name for b in registry_entries(bic) if legal and words(b.name) == legal)
+    if not agreeing:
+        return inst
+    name = min(agreeing, key=lambda n: (-agreeing[n], len(n), n))
+    return replace(inst, name=sys.intern(name))
 
 
 def registry_entries(bic: str) -> list[Bank]:

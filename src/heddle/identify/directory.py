@@ -20,6 +20,7 @@ from sqlalchemy import func, select
 from heddle.db.base import Database
 from heddle.identify.bics import BicHolder, BicIndex, load_bic_index
 from heddle.identify.datasets import CuratedData, load_curated
+from heddle.identify.importers.ifsc_list import BranchList, load_branch_list
 from heddle.identify.models import DirectoryEntry
 from heddle.identify.schemas import Institution, Rail
 from heddle.observability.logging import get_logger
@@ -70,6 +71,7 @@ class Directory:
                  monotonic: Callable[[], float] = time.monotonic):
         self.curated = curated or load_curated()
         self.bics: BicIndex = load_bic_index(self.curated)
+        self.ifsc_branches: BranchList = load_branch_list()
         self._imported: dict[tuple[str, str], DirectoryRecord] = {}
         self._imported_counts: dict[str, int] = {}
         self._signature: tuple[int, dt.datetime | None] | None = None
