@@ -18,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from stdnum.us import rtn
 
 from heddle.identify.checkdigits import nuban_institution_code
+from heddle.identify.ng_list import codes as ng_list_codes
+from heddle.identify.ng_list import inactive_detail, read_cbn_list
+from heddle.identify.ng_list import institution as ng_list_institution
 from heddle.identify.schemas import Institution, is_country
 
 Digits3or5 = Annotated[str, StringConstraints(pattern=r"^(?:[0-9]{3}|[0-9]{5})$")]
@@ -161,6 +164,10 @@ class MomoEntry(_Entry):
     reachable_rails: list[RailName]
     name_resolvers: list[Literal["mtn_momo"]] = []
     paystack_code: Annotated[str, StringConstraints(pattern=r"^[0-9A-Z]{3,8}$")] | None = None
+    # True when the operator's wallets are its own network's subscriber numbers, so a number
+    # on the network is a number of this wallet service; False where phone-numbered accounts
+    # exist at several providers (Nigeria's payment service banks and banks).
+    owns_numbering: bool = True
 
 
 EntryT = TypeVar("EntryT", bound=_Entry)
@@ -203,6 +210,7 @@ class NigerianInstitution:
 class MomoOperator:
     country: str
     institution: Institution
+    owns_numbering: bool = True
 
 
 def branch_shape(code: str) -> str:
@@ -246,6 +254,7 @@ class CuratedData:
     ng_by_nuban_code: dict[str, NigerianInstitution]  # 6-digit NUBAN form of the CBN code
     ng_by_nip_code: dict[str, NigerianInstitution]  # NIBSS NIP code (the two can collide)
     ng_check_digit_institutions: tuple[NigerianInstitution, ...]
+    ng_inactive: dict[str, str]  # 6-digit code of a merged or revoked institution -> detail
     gh_banks: dict[str, Institution]  # by sort code
     gh_bank_prefixes: dict[str, Institution]  # 2-digit bank code -> head office
     momo_operators: dict[tuple[str, str], MomoOperator]  # (country, carrier name)
@@ -379,6 +388,20 @@ def load_curated() -> CuratedData:
         inst = _institution(name=e.name, type=e.type, code=e.nip_code, country="NG", rails=["nip"])
         ng_nip[e.nip_code] = NigerianInstitution(inst, None, False)
     ng_check = tuple(r for r in by_cbn.values() if r.check_digit)
+    # The CBN's list adds the verified codes the curated lists lack, and says which codes
+    # belong to institutions that merged or lost their licence.
+    cbn_list = read_cbn_list()
+    as_of[cbn_list.dataset] = cbn_list.as_of
+    ng_inactive: dict[str, str] = {}
+    for e in cbn_list.entries:
+        for kind, code in ng_list_codes(e):
+            index = ng_nuban if kind == "cbn" else ng_nip
+            if code in index:
+                continue
+            if e.status != "active":
+                ng_inactive.setdefault(code, inactive_detail(e))
+            else:
+                index[code] = NigerianInstitution(ng_list_institution(e), None, False)
 
     gh: dict[str, Institution] = {}
     gh_prefixes: dict[str, Institution] = {}
@@ -401,7 +424,8 @@ def load_curated() -> CuratedData:
         inst = _institution(name=e.name, type=e.type, code=e.code, country=e.country,
                             rails=e.reachable_rails, external=external)
         for carrier in e.carriers:
-            _unique(momo, (e.country, carrier), MomoOperator(e.country, inst), "momo_operators")
+            _unique(momo, (e.country, carrier), MomoOperator(e.country, inst, e.owns_numbering),
+                    "momo_operators")
 
     sepa: dict[str, SepaEntry] = {}
     for e in read("sepa.json", SepaEntry):
@@ -423,6 +447,6 @@ def load_curated() -> CuratedData:
     return CuratedData(
         as_of=as_of, bics=bics, former_names=former, ifsc_merged=merged, sepa=sepa, routing_numbers=routing,
         sort_code_ranges=tuple(ranges), ifsc_banks=ifsc, ifsc_sublets=ifsc_sublets, ng_by_nuban_code=ng_nuban,
-        ng_by_nip_code=ng_nip, ng_check_digit_institutions=ng_check, gh_banks=gh, gh_bank_prefixes=gh_prefixes,
+        ng_by_nip_code=ng_nip, ng_check_digit_institutions=ng_check, ng_inactive=ng_inactive, gh_banks=gh, gh_bank_prefixes=gh_prefixes,
         momo_operators=momo, momo_countries=frozenset(c for c, _ in momo),
     )

@@ -56,21 +56,19 @@ class SwiftRail:
 
     def lookup(self, bic: str, account_number: str | None, ctx: LookupContext) -> RailOutcome:
         country = bic[4:6]
-        holder, listed = ctx.directory.bic_holder(bic)
+        holder, _ = ctx.directory.bic_holder(bic)
         if holder is None:
             return not_found(self.rail, _unknown_detail(bic), country=country,
                              account_number=account_number)
+        # A branch BIC not listed on its own is its BIC8's institution (ISO 9362: the branch
+        # code names a branch of the institution the first 8 characters identify).
         institution = dataclasses.replace(holder.institution, code=bic, bic=bic,
                                           reachable_rails=())
-        detail = None
-        if not listed:
-            detail = (f"The branch code {bic[8:]} is not listed in the BIC-keyed sources; the "
-                      f"institution is that of {bic[:8]}.")
         # Location codes whose second character is '0' are test BICs, '1' passive
         # participants: neither can receive SWIFT messages.
         connected = bic[7] not in "01"
         return identified(self.rail, institution, rails=("swift",) if connected else (),
-                          account_number=account_number, detail=detail)
+                          account_number=account_number)
 
 
 def _unknown_detail(bic: str) -> str:
