@@ -22,10 +22,17 @@ def test_bench_lookups_reports_every_rail():
 
 
 def test_bench_script_prints_a_json_line():
-    out = subprocess.run([sys.executable, str(BENCH), "--seconds", "0.01"], capture_output=True,
+    out = subprocess.run([sys.executable, str(BENCH), "--seconds", "0.01", "--samples", "50"],
+                         capture_output=True,
                          text=True, check=True, timeout=120).stdout.strip().splitlines()
     report = json.loads(out[-1])
     assert report["benchmark"] == "identify_lookup" and len(report["lookups_per_second"]) == 9
+    assert set(report["latency_us"]) == set(report["lookups_per_second"])
+    assert all(v["p99"] >= v["p50"] > 0 for v in report["latency_us"].values())
+    memory = report["memory_mb"]
+    assert memory["after_first_lookups"] >= memory["baseline"] > memory["interpreter"] > 0
+    # Counts, not timings: the shipped data stays within the 15 MB wheel budget.
+    assert 0 < report["data_bytes"]["in_wheel"] < report["data_bytes"]["raw"] < 15_000_000
 
 
 def test_import_bench_runs_on_small_files():
