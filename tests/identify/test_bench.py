@@ -38,12 +38,14 @@ def test_bench_script_prints_a_json_line():
 def test_import_bench_runs_on_small_files():
     script = Path(__file__).parents[2] / "bench" / "identify_import.py"
     out = subprocess.run([sys.executable, str(script), "--fedach-rows", "40", "--ifsc-rows", "40",
-                          "--xlsx"], capture_output=True, text=True, check=True, timeout=300).stdout
+                          "--gleif-rows", "400", "--ifsc-codes", "2000", "--xlsx"], capture_output=True, text=True, check=True, timeout=300).stdout
     report = json.loads(out.strip().splitlines()[-1])
     assert report["benchmark"] == "identify_import"
     assert [(r["format"], r["rows"], r["bad_rows"]) for r in report["imports"]] == [
         ("fedach", 40, 0), ("ifsc-csv", 40, 0), ("ifsc-xlsx", 40, 0)]
     assert all(r["peak_mb"] > 0 and r["cpu_seconds"] > 0 for r in report["imports"])
+    assert [(b["build"], b["rows"]) for b in report["builds"]] == [("gleif", 400),
+                                                                   ("ifsc_list", 2000)]
     readers = report["xlsx_readers"]
     # Both readers see the header and the 40 rows; the ratio is printed, never asserted.
     assert readers["openpyxl"]["rows"] == readers["heddle"]["rows"] == 41
