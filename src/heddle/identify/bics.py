@@ -51,14 +51,14 @@ def words(name: str) -> tuple[str, ...]:
     return tuple(w for w in _WORD.findall(folded) if w not in _GENERIC and len(w) > 1)
 
 
-def names_agree(name: str, holder: Institution, former: tuple[str, ...] = ()) -> bool:
+def names_agree(name: str, holder: Institution, other: tuple[str, ...] = ()) -> bool:
     """True when `name` (a registry entry's) is the holder's name or one of its former names:
     the same distinctive words, or one name's words followed by more ("Commerzbank Bamberg",
     a branch entry of COMMERZBANK Aktiengesellschaft)."""
     mine = words(name)
     if not mine:
         return False
-    for other in (holder.name, *former):
+    for other in (holder.name, *other):
         theirs = words(other)
         if theirs and (mine[:len(theirs)] == theirs or theirs[:len(mine)] == mine):
             return True
@@ -69,7 +69,7 @@ def names_agree(name: str, holder: Institution, former: tuple[str, ...] = ()) ->
 class BicHolder:
     institution: Institution  # code and bic are the BIC8 (or the listed BIC11)
     source: str  # "curated" or "gleif"
-    former_names: tuple[str, ...] = ()
+    other_names: tuple[str, ...] = ()
     lei: str | None = None
 
 
@@ -101,7 +101,7 @@ def _gleif_rows() -> tuple[str, dict[str, str], dict[str, str]]:
 
 def load_bic_index(curated: CuratedData) -> BicIndex:
     head: dict[str, BicHolder] = {
-        bic8: BicHolder(inst, "curated", curated.former_names.get(bic8, ()))
+        bic8: BicHolder(inst, "curated", curated.other_names.get(bic8, ()))
         for bic8, inst in curated.bics.items()}
     exact: dict[str, BicHolder] = {}
     _, bics, leis = _gleif_rows()

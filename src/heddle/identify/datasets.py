@@ -41,9 +41,10 @@ class SwiftEntry(_Entry):
     name: Name
     type: TypeName = "bank"
     city: Name | None = None
-    # Names the institution had before a merger or renaming: a registry entry under this BIC
-    # that still carries one agrees with it (heddle.identify.bics), and answers the current name.
-    former_names: list[Name] = []
+    # Names before a merger or renaming, and the short names registries use ("SEB"): a
+    # registry entry under this BIC carrying one agrees with it (heddle.identify.bics), and the
+    # answer carries the current name.
+    other_names: list[Name] = []
 
 
 class SepaEntry(_Entry):
@@ -95,7 +96,7 @@ class IfscBankEntry(_Entry):
     type: TypeName
     bic: BicCode | None = None
     reachable_rails: list[RailName]
-    former_names: list[Name] = []
+    other_names: list[Name] = []
     # A bank merged into another: its IFSCs were withdrawn, and the successor's are used.
     merged_into: Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}$")] | None = None
     merged_on: dt.date | None = None
@@ -244,7 +245,7 @@ class CuratedData:
 
     as_of: dict[str, dt.date]
     bics: dict[str, Institution]  # BIC8 -> head office (curated files only)
-    former_names: dict[str, tuple[str, ...]]  # BIC8 or IFSC bank code -> former names
+    other_names: dict[str, tuple[str, ...]]  # BIC8 or IFSC bank code -> former and short names
     ifsc_merged: dict[str, tuple[str, dt.date | None]]  # IFSC bank code -> (successor, date)
     sepa: dict[str, SepaEntry]
     routing_numbers: dict[str, Institution]
@@ -347,16 +348,16 @@ def load_curated() -> CuratedData:
     ranges.sort(key=lambda r: (r.size, r.start))
 
     ifsc: dict[str, Institution] = {}
-    former: dict[str, tuple[str, ...]] = {}
+    other: dict[str, tuple[str, ...]] = {}
     merged: dict[str, tuple[str, dt.date | None]] = {}
     for e in read("ifsc_banks.json", IfscBankEntry):
         _unique(ifsc, e.prefix, _institution(
             name=e.name, type=e.type, code=e.prefix, country="IN", bic=e.bic, rails=e.reachable_rails),
             "ifsc_banks")
-        if e.former_names:
-            former[e.prefix] = tuple(e.former_names)
+        if e.other_names:
+            other[e.prefix] = tuple(e.other_names)
             if e.bic:
-                former[e.bic[:8]] = tuple(e.former_names)
+                other[e.bic[:8]] = tuple(e.other_names)
         if e.merged_into:
             merged[e.prefix] = (e.merged_into, e.merged_on)
     ifsc_sublets = _ifsc_open_list(ifsc, as_of)
@@ -436,8 +437,8 @@ def load_curated() -> CuratedData:
         _unique(bics, e.bic[:8], _institution(
             name=e.name, type=e.type, code=e.bic, country=e.bic[4:6], bic=e.bic, city=e.city),
             "swift_bics")
-        if e.former_names:
-            former[e.bic[:8]] = tuple(e.former_names)
+        if e.other_names:
+            other[e.bic[:8]] = tuple(e.other_names)
     # The other curated datasets name head-office BICs too; the first one seen wins.
     for inst in [*ifsc.values(), *(r.institution for r in by_cbn.values()), *gh.values(),
                  *(r.institution for r in ranges if r.institution)]:
@@ -445,7 +446,7 @@ def load_curated() -> CuratedData:
             bics[inst.bic[:8]] = inst
 
     return CuratedData(
-        as_of=as_of, bics=bics, former_names=former, ifsc_merged=merged, sepa=sepa, routing_numbers=routing,
+        as_of=as_of, bics=bics, other_names=other, ifsc_merged=merged, sepa=sepa, routing_numbers=routing,
         sort_code_ranges=tuple(ranges), ifsc_banks=ifsc, ifsc_sublets=ifsc_sublets, ng_by_nuban_code=ng_nuban,
         ng_by_nip_code=ng_nip, ng_check_digit_institutions=ng_check, ng_inactive=ng_inactive, gh_banks=gh, gh_bank_prefixes=gh_prefixes,
         momo_operators=momo, momo_countries=frozenset(c for c, _ in momo),

@@ -135,7 +135,7 @@ def _checked_against(holder: BicHolder, name: str, bic: str, bank_code: str,
     routing through its central bank's BIC) or wrong (a stale or misattributed entry). When
     the bank code is the only one routed through the BIC, it is the holder's own code and the
     holder is named; otherwise nothing is."""
-    if names_agree(name, holder.institution, holder.former_names):
+    if names_agree(name, holder.institution, holder.other_names):
         return canonical(holder, code=bank_code, bic=bic if len(bic) == 11 else None)
     codes = {b.bank_code for b in registry_entries(bic) if b.country_code == country}
     if codes <= {bank_code}:
