@@ -13,12 +13,8 @@ from schwifty import BIC
 from schwifty import registry as schwifty_registry
 
 from heddle.identify.checkdigits import nuban_institution_code
-from heddle.identify.datasets import (
-    NigerianEntry,
-    RoutingEntry,
-    SortCodeEntry,
-    load_curated,
-)
+from heddle.identify.data_schemas import NigerianEntry, RoutingEntry, SortCodeEntry, SwiftEntry
+from heddle.identify.datasets import _read, load_curated
 from heddle.identify.rails.routing_number import RoutingNumberRail
 
 curated = load_curated()
@@ -172,9 +168,6 @@ def test_curated_bic_records_agree_with_the_registry_where_it_has_the_bic():
     registry routes bank codes through the BIC, one of its entries must carry the record's
     name or one of its other names (or the mismatch is listed above with its reason)."""
     from heddle.identify.bics import names_agree, registry_entries
-
-    from heddle.identify.datasets import SwiftEntry, _read
-
     with_swift = _read("swift_bics.json", SwiftEntry).entries
     checked = 0
     for entry in with_swift:

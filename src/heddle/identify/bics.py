@@ -18,10 +18,10 @@ BIC-keyed holder of its BIC: the same name, a former name, or the same distincti
 from __future__ import annotations
 
 import json
-from collections import Counter
 import re
 import sys
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, replace
 from importlib import resources
 
@@ -58,8 +58,8 @@ def names_agree(name: str, holder: Institution, other: tuple[str, ...] = ()) -> 
     mine = words(name)
     if not mine:
         return False
-    for other in (holder.name, *other):
-        theirs = words(other)
+    for known in (holder.name, *other):
+        theirs = words(known)
         if theirs and (mine[:len(theirs)] == theirs or theirs[:len(mine)] == mine):
             return True
     return False
