@@ -82,6 +82,15 @@ async def test_one_record_per_institution_across_rails(lookup, bic, iban, type_)
     assert by_iban["institution"]["bic"] == bic
 
 
+async def test_building_society_from_gleif_is_typed_by_its_legal_name(lookup):
+    data = await lookup(identifier="COBSGB22")  # COVENTRY BUILDING SOCIETY in GLEIF's file
+    assert data["institution"]["type"] == "building_society"
+    by_iban = await lookup(identifier=str(IBAN.generate("GB", "COBS", "12345678", "403214")))
+    # The registry routes bank code COBS through COBSGB22: one record by IBAN and by BIC.
+    assert by_iban["institution"]["type"] == "building_society"
+    assert by_iban["institution"]["name"] == data["institution"]["name"]
+
+
 async def test_iban_of_a_country_without_bank_codes_is_unsupported(lookup):
     data = await lookup(identifier="SA0380000000608010167519")
     assert data["result"] == "unsupported" and data["country"] == "SA"

@@ -106,7 +106,7 @@ def load_bic_index(curated: CuratedData) -> BicIndex:
     exact: dict[str, BicHolder] = {}
     _, bics, leis = _gleif_rows()
     for bic, lei in bics.items():
-        inst = Institution(name=sys.intern(leis[lei]), type="bank", code=bic[:8],
+        inst = Institution(name=sys.intern(leis[lei]), type=_type_of(leis[lei]), code=bic[:8],
                            country=bic[4:6], bic=bic[:8] if bic.endswith("XXX") else bic)
         holder = BicHolder(_usual_name(inst, bic), "gleif", lei=lei)
         if bic.endswith("XXX"):
@@ -114,6 +114,16 @@ def load_bic_index(curated: CuratedData) -> BicIndex:
         else:
             exact[bic] = holder
     return BicIndex(head, exact)
+
+
+# LEI records give no institution type; a legal name that says it is the rule here.
+_TYPE_WORDS = (("building society", "building_society"), ("credit union", "credit_union"),
+               ("microfinance bank", "microfinance_bank"))
+
+
+def _type_of(legal_name: str) -> str:
+    folded = legal_name.casefold()
+    return next((kind for phrase, kind in _TYPE_WORDS if phrase in folded), "bank")
 
 
 def _usual_name(inst: Institution, bic: str) -> Institution:
