@@ -38,9 +38,12 @@ warnings.filterwarnings("ignore", category=NationalChecksumNotVerified)
 
 _SHAPE = re.compile(r"[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}", re.ASCII)
 _REGISTRY_COUNTRIES = frozenset(schwifty_registry.get_countries())
-# Countries whose registry is keyed by bank code (SA's lists banks by BIC only).
-_KEYED_COUNTRIES = frozenset(c for c in _REGISTRY_COUNTRIES
-                             if any(b.bank_code for b in schwifty_registry.get_banks_by_country(c)))
+
+
+@lru_cache(maxsize=128)
+def _keyed(country: str) -> bool:
+    """True when the country's registry is keyed by bank code (SA's lists banks by BIC only)."""
+    return any(b.bank_code for b in schwifty_registry.get_banks_by_country(country))
 
 
 @lru_cache(maxsize=16384)
@@ -82,7 +85,7 @@ class IbanRail:
         if country not in _REGISTRY_COUNTRIES:
             return unsupported(self.rail, f"The IBAN is valid, but no bank directory for {country} "
                                           "is available.", country=country)
-        if country not in _KEYED_COUNTRIES:
+        if not _keyed(country):
             return unsupported(self.rail, f"The IBAN is valid, but the {country} directory "
                                           "available lists banks by BIC only, with no bank "
                                           f"codes, so bank code {iban.bank_code} cannot be "
