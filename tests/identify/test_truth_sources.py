@@ -169,11 +169,11 @@ def test_coverage_flags_files_older_than_their_sources_cycle():
 
     files = {f["file"]: f for f in shipped_files(today=dt.date(2026, 11, 26))}
     assert files["bic_lei.json"]["update_cycle_days"] == 31 and not files["bic_lei.json"]["stale"]
-    assert files["ifsc_branches.json.gz"]["as_of"] == "2026-05-27"
-    assert files["ifsc_branches.json.gz"]["stale"]  # razorpay/ifsc's copy is 183 days old
+    assert files["ifsc_branches.json.gz"]["as_of"] == "2026-08-24"
+    assert files["ifsc_branches.json.gz"]["stale"]  # the npm package's copy is 94 days old
     later = {f["file"]: f for f in shipped_files(today=dt.date(2027, 1, 15))}
     assert later["bic_lei.json"]["stale"] and later["bic_lei.json"]["age_days"] == 50
     report = coverage_report(load_curated(), {})
-    assert report["ifsc"]["codes"] >= 182_295 and report["ifsc"]["official"]["size"] == 182_295
+    assert report["ifsc"]["codes"] >= 176_918 and report["ifsc"]["official"]["size"] == 182_295
     assert report["nuban"]["institutions"] >= 890 and report["nuban"]["official"]["size"] == 899
     assert report["swift"]["codes"] >= 150 and report["swift"]["official"]["size"] == 39_000

@@ -6,7 +6,8 @@ numbers, others as strings). About 182,000 IFSCs: held as Python strings they wo
 20 MB, so each bank's branch codes are kept as one sorted bytes string of 6-character codes
 and looked up by binary search (about 1.1 MB in all).
 
-    python -m heddle.identify.importers.ifsc_list --ifsc-json IFSC.json --as-of 2026-05-27 \\
+    npm pack ifsc@2.0.50 && tar xzf ifsc-2.0.50.tgz     # Razorpay's package carries src/IFSC.json
+    python -m heddle.identify.importers.ifsc_list --ifsc-json package/src/IFSC.json --as-of 2026-08-24 \\
         --out src/heddle/identify/data/ifsc_branches.json.gz
 """
 
@@ -93,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ifsc-json", type=Path, required=True)
     parser.add_argument("--as-of", type=dt.date.fromisoformat, required=True)
-    parser.add_argument("--source", default="razorpay/ifsc src/IFSC.json (RBI NEFT/RTGS and "
-                                             "NPCI IMPS lists as compiled by Razorpay)")
+    parser.add_argument("--source", default="ifsc (npm registry package by Razorpay), package/src/IFSC.json "
+                                             "(RBI NEFT/RTGS and NPCI IMPS lists as compiled by Razorpay)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     data = build(json.loads(args.ifsc_json.read_text(encoding="utf-8")), as_of=args.as_of,
