@@ -6,7 +6,9 @@ rows from ifsc_razorpay_sample.csv: the real rows repeated with new, valid codes
 `heddle identify import` on each in a fresh process against a fresh SQLite file and reports
 wall time, CPU time (steadier than wall time on a shared machine; process start-up
 included) and the process's peak resident memory. Targets (issue 14): FedACH < 5 s, IFSC
-< 30 s, peak memory < 200 MB. Timings on a shared machine are noisy: compare runs.
+< 30 s, peak memory < 200 MB. Timings on a shared machine are noisy: compare runs. Then
+times the build scripts behind the shipped files on full-size inputs (a 39,000-row GLEIF
+BIC-to-LEI file, an IFSC.json of 182,295 codes).
 
     python bench/identify_import.py [--fedach-rows 18000] [--ifsc-rows 185000] [--xlsx]
 Prints one line per file, then one JSON line: {"benchmark": "identify_import", ...}.
@@ -208,6 +210,58 @@ def read_only(path: Path) -> dict:
     return results
 
 
+def gleif_files(rows: int, folder: Path) -> tuple[Path, Path]:
+    """A BIC-to-LEI relationship file of `rows` rows and its names file, built from the real
+    rows in tests/identify/fixtures/gleif (each repeated with new branch codes)."""
+    real = list(csv.reader((FIXTURES / "gleif" / "lei-bic.csv").open(encoding="utf-8")))[1:]
+    bic_lei, names = folder / "lei-bic.csv", folder / "lei-names.csv"
+    with bic_lei.open("w", encoding="utf-8", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["LEI", "BIC"])
+        for i in range(rows):
+            lei, bic = real[i % len(real)]
+            branch = "XXX" if i < len(real) else f"{i // len(real):03d}"[-3:]
+            out.writerow([lei, bic[:8] + branch])
+    names.write_bytes((FIXTURES / "gleif" / "lei-names.csv").read_bytes())
+    return bic_lei, names
+
+
+def ifsc_json_file(codes: int, path: Path) -> Path:
+    """An IFSC.json as razorpay/ifsc writes it (bank -> branch codes, digits as numbers)."""
+    banks = [f"B{chr(65 + i // 26)}{chr(65 + i % 26)}X" for i in range(260)]
+    data: dict[str, list] = {bank: [] for bank in banks}
+    for i in range(codes):
+        data[banks[i % 260]].append(i // 260 + 1 if i % 3 else f"A{i // 260:05d}")
+    path.write_text(json.dumps(data))
+    return path
+
+
+_BUILD = """
+import resource, runpy, sys
+sys.argv = sys.argv[1:]
+try:
+    runpy.run_module(sys.argv[0], run_name="__main__")
+except SystemExit:
+    pass
+print("PEAK_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+"""
+
+
+def run_build(module: str, args: list[str], rows: int) -> dict:
+    """One build script in its own process: wall time, CPU time, its own peak RSS."""
+    started = time.perf_counter()
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_before = usage.ru_utime + usage.ru_stime
+    done = subprocess.run([sys.executable, "-c", _BUILD, module, *args], capture_output=True,
+                          text=True, check=True)
+    seconds = time.perf_counter() - started
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak_kb = int(done.stderr.rsplit("PEAK_KB", 1)[1].split()[0])
+    return {"build": module.rsplit(".", 1)[1], "rows": rows, "seconds": round(seconds, 2),
+            "cpu_seconds": round(usage.ru_utime + usage.ru_stime - cpu_before, 2),
+            "peak_mb": round(peak_kb / 1024, 1)}
+
+
 def write_file(kind: str, rows: int, path: Path) -> Path:
     """Builds a file in a child process: a child's peak RSS starts from its parent's at the
     fork, so a parent that built a 60 MB sheet would inflate every measured import."""
@@ -226,6 +280,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fedach-rows", type=int, default=18_000)
     parser.add_argument("--ifsc-rows", type=int, default=185_000)
+    parser.add_argument("--gleif-rows", type=int, default=39_000)
+    parser.add_argument("--ifsc-codes", type=int, default=182_295)
     parser.add_argument("--xlsx", action="store_true",
                         help="also import the IFSC rows as the RBI's XLSX, and time the XLSX "
                              "readers alone (openpyxl against heddle's)")
@@ -252,7 +308,21 @@ def main() -> None:
                 print(f"  read only, {name:<9}{r['rows']:>8} rows  {r['cpu_seconds']:>7.2f} s CPU  "
                       f"peak {r['peak_mb']:>6.1f} MB")
             print(f"  openpyxl / heddle reader CPU: {readers['cpu_ratio']}x")
-    report = {"benchmark": "identify_import", "imports": results}
+        # The build scripts behind the shipped files, on full-size inputs.
+        bic_lei, names = gleif_files(args.gleif_rows, folder)
+        ifsc_json = ifsc_json_file(args.ifsc_codes, folder / "IFSC.json")
+        builds = [
+            run_build("heddle.identify.importers.gleif",
+                      ["--bic-lei", str(bic_lei), "--names", str(names), "--as-of", "2026-11-01",
+                       "--out", str(folder / "bic_lei.json")], args.gleif_rows),
+            run_build("heddle.identify.importers.ifsc_list",
+                      ["--ifsc-json", str(ifsc_json), "--as-of", "2026-05-27",
+                       "--out", str(folder / "ifsc_branches.json.gz")], args.ifsc_codes),
+        ]
+        for b in builds:
+            print(f"build {b['build']:<10}{b['rows']:>8} rows  {b['seconds']:>7.2f} s wall  "
+                  f"{b['cpu_seconds']:>7.2f} s CPU  peak {b['peak_mb']:>6.1f} MB")
+    report = {"benchmark": "identify_import", "imports": results, "builds": builds}
     if args.xlsx:
         report["xlsx_readers"] = readers
     print(json.dumps(report))

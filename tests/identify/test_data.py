@@ -13,12 +13,8 @@ from schwifty import BIC
 from schwifty import registry as schwifty_registry
 
 from heddle.identify.checkdigits import nuban_institution_code
-from heddle.identify.datasets import (
-    NigerianEntry,
-    RoutingEntry,
-    SortCodeEntry,
-    load_curated,
-)
+from heddle.identify.data_schemas import NigerianEntry, RoutingEntry, SortCodeEntry, SwiftEntry
+from heddle.identify.datasets import _read, load_curated
 from heddle.identify.rails.routing_number import RoutingNumberRail
 
 curated = load_curated()
@@ -157,3 +153,29 @@ def test_nip_codes_are_six_digits_and_linked_banks_pass_their_check_digit():
                   if code in curated.ng_by_nuban_code
                   and curated.ng_by_nuban_code[code] is not record]
     assert sorted(collisions) == ["000011", "000023"]
+
+
+# Curated BIC records whose registry entry names another institution: the registry is wrong
+# there (the bank code is the holder's own), which is why the curated record exists.
+REGISTRY_NAMES_ANOTHER = {
+    "SOGEFRPP": "Société Générale's bank code 30003 is listed as Inter Europe Conseil SAS",
+    "CGDIPTPL": "Caixa Geral de Depósitos' BIC is listed for Financeira El Corte Inglés",
+}
+
+
+def test_curated_bic_records_agree_with_the_registry_where_it_has_the_bic():
+    """A curated BIC-keyed record is cross-checked against the bank-code registry: where the
+    registry routes bank codes through the BIC, one of its entries must carry the record's
+    name or one of its other names (or the mismatch is listed above with its reason)."""
+    from heddle.identify.bics import names_agree, registry_entries
+    with_swift = _read("swift_bics.json", SwiftEntry).entries
+    checked = 0
+    for entry in with_swift:
+        banks = registry_entries(entry.bic[:8] + "XXX")
+        if not banks or entry.bic in REGISTRY_NAMES_ANOTHER:
+            continue
+        institution = curated.bics[entry.bic[:8]]
+        assert any(names_agree(b.name, institution, tuple(entry.other_names)) for b in banks), \
+            (entry.bic, sorted({b.name for b in banks})[:5])
+        checked += 1
+    assert checked >= 25

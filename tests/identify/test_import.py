@@ -73,6 +73,9 @@ def test_ifsc_imports_both_header_variants(db_url):
     files = {f["file"]: f for f in out["files"]}
     assert files["ifsc_razorpay.json"]["licence"].startswith("MIT")
     assert files["ng_nip_codes.json"]["sources"] and files["uk_modulus.json"]["as_of"]
+    # A file older than its source's update cycle is flagged (VocaLink's 2017 tables).
+    assert files["uk_modulus.json"]["stale"] and "uk_modulus.json" in out["stale"]
+    assert files["ifsc_branches.json.gz"]["licence"].startswith("MIT")
 
 
 @pytest.mark.parametrize("content, fragment", [

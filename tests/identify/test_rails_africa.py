@@ -73,8 +73,6 @@ async def test_nuban_unknown_institution_and_malformed(lookup, rejects):
     ("+233241234567", "GH", "MTN Mobile Money (MobileMoney Limited)", "MTN"),
     ("+233201234567", "GH", "Telecel Cash (formerly Vodafone Cash)", "VOD"),
     ("+233261234567", "GH", "AT Money (formerly AirtelTigo Money)", "ATL"),
-    ("+2348031234567", "NG", "MoMo Payment Service Bank Limited", "120003"),
-    ("+2348021234567", "NG", "SmartCash Payment Service Bank Limited", "120004"),
     ("+254712345678", "KE", "M-PESA (Safaricom PLC)", "MPESA"),
     ("+256772123456", "UG", "MTN Mobile Money Uganda Limited", "MTN"),
     ("+255754123456", "TZ", "M-Pesa Tanzania (Vodacom Tanzania PLC)", "MPESA"),

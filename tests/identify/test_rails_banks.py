@@ -10,6 +10,8 @@ STAMP = "2026-11-21T12:30:45.123Z"
 async def test_swift_identifies_real_bics(lookup):
     data = await lookup(identifier="DEUTDEFF")
     assert data["result"] == "identified" and data["rail"] == "swift" and data["country"] == "DE"
+    # GLEIF's BIC-to-LEI file holds DEUTDEFF (DEUTSCHE BANK AKTIENGESELLSCHAFT); the name is
+    # the one the registry entries routed through it agree on.
     assert data["institution"]["name"] == "Deutsche Bank"
     assert data["reachable_rails"] == ["swift"] and data["identified_at"] == STAMP
 
@@ -24,7 +26,11 @@ async def test_swift_identifies_real_bics(lookup):
 
 async def test_swift_branch_bic_names_its_institution(lookup):
     data = await lookup(identifier="DEUTDEFF500")
-    assert data["result"] == "identified" and data["institution"]["name"] == "Deutsche Bank"
+    assert data["result"] == "identified"
+    assert data["institution"]["name"] == "Deutsche Bank"
+    # A branch BIC listed with its own LEI names that institution, not the BIC8's.
+    ulm = await lookup(identifier="SOLADES1ULM")
+    assert ulm["institution"]["name"] == "Sparkasse Ulm" and "detail" not in ulm
 
 
 async def test_swift_passive_participant_is_not_reachable_on_swift(lookup):
@@ -54,6 +60,7 @@ async def test_swift_malformed(rejects, identifier, message):
 
 async def test_iban_official_examples(lookup):
     de = await lookup(identifier="DE89 3704 0044 0532 0130 00")
+    # One record per institution: the name the BIC gives, as the registry entry agrees.
     assert de["rail"] == "iban" and de["institution"]["name"] == "Commerzbank"
     assert de["institution"]["bic"] == "COBADEFF" and de["institution"]["code"] == "37040044"
     assert de["reachable_rails"] == ["sepa", "sepa_instant"]

@@ -134,7 +134,13 @@ def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> Non
         lines.append(f"{rail:<16}{c['institutions']:>13,}{c['codes']:>9,}{c['ranges']:>8,}"
                      f"{c['imported']:>10,}{size:>10}  {official['directory']}")
     lines.append("")
-    lines += [f"{f['file']:<24}{f['as_of']:<12}{f['licence']}" for f in files]
+    lines += [f"{f['file']:<24}{f['as_of']:<12}{'STALE' if f['stale'] else 'fresh':<7}"
+              f"{f['licence'][:60]}" for f in files]
+    stale = [f"{f['file']} ({f['age_days']} days old; its source is updated every "
+             f"{f['update_cycle_days']} days)" for f in files if f["stale"]]
+    payload["stale"] = [f["file"] for f in files if f["stale"]]
+    if stale:
+        lines += ["", "Older than their source's update cycle:", *(f"  {s}" for s in stale)]
     _emit(payload, as_json, lines)
 
 

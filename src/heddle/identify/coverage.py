@@ -3,6 +3,8 @@ for, and which shipped file each answer comes from (`heddle identify coverage`).
 
 from __future__ import annotations
 
+import datetime as dt
+import gzip
 import json
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -10,7 +12,10 @@ from typing import Any
 
 from schwifty import registry as schwifty_registry
 
+from heddle.identify.bics import load_bic_index
 from heddle.identify.datasets import CuratedData
+from heddle.identify.importers.ifsc_list import load_branch_list
+from heddle.identify.ng_list import read_cbn_list
 from heddle.identify.schemas import Rail
 
 
@@ -26,8 +31,10 @@ class Official:
 
 # Sizes as counted in the copies named; a directory that is not published has no size.
 OFFICIAL: dict[Rail, Official] = {
-    Rail.SWIFT: Official("SWIFT BIC directory (licensed by SWIFT)", None, "BICs",
-                         "not published openly, so there is no open copy to import"),
+    Rail.SWIFT: Official("GLEIF's BIC-to-LEI relationship file (the open BIC-keyed part of "
+                         "SWIFT's licensed BIC directory)", 39_000, "BIC11s",
+                         "about 39,000 rows in the monthly file (2026); SWIFT's own directory "
+                         "(some 130,000 BICs in 2018) is licensed and not published"),
     Rail.IBAN: Official("national bank-code directories (one per country)", None, "bank codes",
                         "schwifty's bank registries, one for each country it covers"),
     Rail.ROUTING_NUMBER: Official("FedACH participant directory (Federal Reserve)", 18_198,
@@ -39,8 +46,8 @@ OFFICIAL: dict[Rail, Official] = {
     Rail.IFSC: Official("RBI list of NEFT-enabled branches", 182_295, "IFSCs",
                         "razorpay/ifsc src/IFSC.json (2026-05-27)"),
     Rail.NUBAN: Official("CBN lists of licensed institutions", 899, "institutions",
-                         "naija-data 1.0.0 count of the CBN supervision lists (2026-10); "
-                         "NIBSS NIP participants: 297 in the shipped lists"),
+                         "naija-data 1.0.0 count of the CBN supervision lists (2026-10), "
+                         "shipped whole in ng_cbn_list.json; most have no published code"),
     Rail.MOMO: Official("mobile-money operators (per central bank)", None, "operators",
                         "no consolidated directory"),
     Rail.GH_BANK: Official("GhIPSS sort codes", None, "sort codes",
@@ -52,12 +59,17 @@ def shipped_codes(curated: CuratedData) -> dict[Rail, dict[str, set]]:
     """Per rail: the institutions and codes the shipped data answers (schwifty included);
     `ranges` are sort-code ranges, which name the clearing bank but identify nothing."""
     schwifty_banks = schwifty_registry.get_all_banks()
-    bics = set(curated.bics) | {b.bic[:8] for b in schwifty_banks if b.bic}
+    bic_index = load_bic_index(curated)
+    bics = set(bic_index.head) | set(bic_index.exact)
+    holders = {h.institution.name for h in (*bic_index.head.values(), *bic_index.exact.values())}
     iban = {(b.country_code, b.bank_code) for b in schwifty_banks if b.bank_code}
     ng = {id(r): r for r in [*curated.ng_by_nuban_code.values(), *curated.ng_by_nip_code.values()]}
     sort_exact = {r.start for r in curated.sort_code_ranges if r.evidence and r.start == r.end}
+    branches = load_branch_list()
+    ifsc_codes = set(curated.ifsc_sublets.exact) | {
+        f"{bank}:{n}" for bank, n in branches.banks().items()}
     return {
-        Rail.SWIFT: {"institutions": bics, "codes": bics, "ranges": set()},
+        Rail.SWIFT: {"institutions": holders, "codes": bics, "ranges": set()},
         Rail.IBAN: {"institutions": iban, "codes": iban, "ranges": set()},
         Rail.ROUTING_NUMBER: {"institutions": set(curated.routing_numbers),
                               "codes": set(curated.routing_numbers), "ranges": set()},
@@ -69,10 +81,11 @@ def shipped_codes(curated: CuratedData) -> dict[Rail, dict[str, set]]:
         Rail.IFSC: {"institutions": {i.name for i in curated.ifsc_banks.values()}
                     | {i.name for i in curated.ifsc_sublets.exact.values()}
                     | {i.name for _, i in curated.ifsc_sublets.prefixes},
-                    "codes": set(curated.ifsc_sublets.exact),
+                    "codes": ifsc_codes, "code_count": branches.count + len(curated.ifsc_sublets.exact),
                     "ranges": set(curated.ifsc_banks)
                     | {p for p, _ in curated.ifsc_sublets.prefixes}},
-        Rail.NUBAN: {"institutions": set(ng),
+        # Institutions: the CBN's list, shipped whole (the curated ones are on it too).
+        Rail.NUBAN: {"institutions": {e.name for e in read_cbn_list().entries} or set(ng),
                      "codes": set(curated.ng_by_nuban_code) | set(curated.ng_by_nip_code),
                      "ranges": set()},
         Rail.MOMO: {"institutions": {(o.country, o.institution.code)
@@ -91,27 +104,51 @@ def coverage_report(curated: CuratedData, imported: dict[str, set[str]]) -> dict
     report = {}
     for rail, shipped in shipped_codes(curated).items():
         rows = imported.get(rail.value, set())
+        count = shipped.get("code_count", len(shipped["codes"]))
         codes = {c for c in shipped["codes"] if isinstance(c, str)} | rows
         report[rail.value] = {
             "institutions": len(shipped["institutions"]),
-            "codes": len(shipped["codes"]),
+            "codes": count,
             "ranges": len(shipped["ranges"]),
-            "curated": len(shipped["codes"]),
+            "curated": count,
             "imported": len(rows),
-            "total": len(codes) if rows else len(shipped["codes"]),
+            "total": max(len(codes), count) if rows else count,
             "official": asdict(OFFICIAL[rail]),
         }
     return report
 
 
-def shipped_files() -> list[dict[str, Any]]:
-    """Every data file in the package with its dataset, as_of, licence and sources."""
+# How often each source is republished, in days: a shipped file older than that may miss
+# changes and is flagged by `heddle identify coverage`. Curated files are reviewed yearly.
+UPDATE_CYCLE_DAYS: dict[str, int] = {
+    "bic_lei": 31,  # GLEIF publishes the BIC-to-LEI file monthly
+    "ifsc_branches": 31,  # RBI's list changes weekly; razorpay/ifsc releases about monthly
+    "ifsc_razorpay": 31,
+    "ng_cbn_list": 92,  # the CBN's supervision lists; naija-data releases quarterly or so
+    "ng_nip_codes": 183,
+    "uk_modulus_weights": 183,  # Pay.UK revises the modulus tables a few times a year
+}
+CURATED_CYCLE_DAYS = 365
+
+
+def _header(item) -> dict[str, Any]:
+    raw = item.read_bytes()
+    return json.loads(gzip.decompress(raw) if item.name.endswith(".gz") else raw)
+
+
+def shipped_files(today: dt.date | None = None) -> list[dict[str, Any]]:
+    """Every data file in the package with its dataset, as_of, licence and sources, and
+    `stale` when it is older than its source's update cycle."""
+    today = today or dt.date.today()
     files = []
     for item in sorted(resources.files("heddle.identify").joinpath("data").iterdir(),
                        key=lambda i: i.name):
-        if not item.name.endswith(".json"):
+        if not item.name.endswith((".json", ".json.gz")):
             continue
-        header = json.loads(item.read_text(encoding="utf-8"))
+        header = _header(item)
+        cycle = UPDATE_CYCLE_DAYS.get(header["dataset"], CURATED_CYCLE_DAYS)
+        age = (today - dt.date.fromisoformat(header["as_of"])).days
         files.append({"file": item.name, "dataset": header["dataset"], "as_of": header["as_of"],
-                      "licence": header["licence"], "sources": header["sources"]})
+                      "licence": header["licence"], "sources": header["sources"],
+                      "age_days": age, "update_cycle_days": cycle, "stale": age > cycle})
     return files

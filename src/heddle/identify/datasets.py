@@ -12,161 +12,27 @@ import sys
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Annotated, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
-from stdnum.us import rtn
+from pydantic import BaseModel
 
 from heddle.identify.checkdigits import nuban_institution_code
+from heddle.identify.data_schemas import (
+    GhanaEntry,
+    IfscBankEntry,
+    IfscSubletFile,
+    MomoEntry,
+    NigerianEntry,
+    NipEntry,
+    RoutingEntry,
+    SepaEntry,
+    SortCodeEntry,
+    SwiftEntry,
+    _File,
+)
+from heddle.identify.ng_list import codes as ng_list_codes
+from heddle.identify.ng_list import inactive_detail, read_cbn_list
+from heddle.identify.ng_list import institution as ng_list_institution
 from heddle.identify.schemas import Institution, is_country
-
-Digits3or5 = Annotated[str, StringConstraints(pattern=r"^(?:[0-9]{3}|[0-9]{5})$")]
-Digits6 = Annotated[str, StringConstraints(pattern=r"^[0-9]{6}$")]
-BicCode = Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}(?:[A-Z0-9]{3})?$")]
-Name = Annotated[str, StringConstraints(min_length=2, max_length=200)]
-TypeName = Annotated[str, StringConstraints(pattern=r"^[a-z_]{3,40}$")]
-RailName = Annotated[str, StringConstraints(pattern=r"^[a-z_]{2,20}$")]
-CountryCode = Annotated[str, StringConstraints(pattern=r"^[A-Z]{2}$")]
-
-
-class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SwiftEntry(_Entry):
-    bic: BicCode
-    name: Name
-    city: Name | None = None
-
-
-class SepaEntry(_Entry):
-    country: CountryCode
-    sct: Literal["regulated", "voluntary"]
-    sct_inst_from: dt.date | None
-
-
-class RoutingEntry(_Entry):
-    routing_number: Annotated[str, StringConstraints(pattern=r"^[0-9]{9}$")]
-    name: Name
-    type: TypeName
-    reachable_rails: list[RailName]
-
-    @model_validator(mode="after")
-    def _check_digit(self):
-        if not rtn.is_valid(self.routing_number):
-            raise ValueError(f"{self.routing_number} fails the ABA check digit")
-        return self
-
-
-class SortCodeEntry(_Entry):
-    from_: Digits6 = Field(alias="from")
-    to: Digits6
-    name: Name | None = None
-    type: TypeName | None = None
-    bic: BicCode | None = None
-    reachable_rails: list[RailName] = []
-    shared_by: list[Name] | None = None
-    # A range is evidence of its institution only when the source says the whole range is
-    # that institution's. A clearing bank's allocation is not: agency banks, building
-    # societies and payment firms hold codes inside it.
-    sole_owner: bool = False
-
-    @model_validator(mode="after")
-    def _shape(self):
-        if self.from_ > self.to:
-            raise ValueError("range start is after its end")
-        if (self.shared_by is None) == (self.name is None or self.type is None):
-            raise ValueError("an entry names one bank (name, type) or lists `shared_by`")
-        if self.sole_owner and self.shared_by:
-            raise ValueError("a shared range has no sole owner")
-        return self
-
-
-class IfscBankEntry(_Entry):
-    prefix: Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}$")]
-    name: Name
-    type: TypeName
-    bic: BicCode | None = None
-    reachable_rails: list[RailName]
-
-
-class IfscSubletFile(BaseModel):
-    """ifsc_razorpay.json: bank codes (`entries`) plus the sub-member maps."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    dataset: str
-    as_of: dt.date
-    licence: Annotated[str, StringConstraints(min_length=2)]
-    sources: list[Annotated[str, StringConstraints(min_length=10)]] = Field(min_length=1)
-    notes: str
-    entries: list[IfscBankEntry] = Field(min_length=1)
-    sublets: dict[Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}0[A-Z0-9]{6}$")], str]
-    sublet_prefixes: dict[Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}(?:0[A-Z0-9]{0,6})?$")],
-                          Name]
-
-
-class NigerianEntry(_Entry):
-    cbn_code: Digits3or5 | None = None
-    nip_code: Digits6 | None = None
-    name: Name
-    type: TypeName
-    bic: BicCode | None = None
-    nuban_check_digit: bool
-    paystack_code: Annotated[str, StringConstraints(pattern=r"^[0-9A-Z]{3,8}$")] | None = None
-    reachable_rails: list[RailName]
-
-    @model_validator(mode="after")
-    def _codes(self):
-        if self.cbn_code is None and self.nip_code is None:
-            raise ValueError("an institution needs a cbn_code or a nip_code")
-        if self.nuban_check_digit and self.cbn_code is None:
-            raise ValueError("the NUBAN check digit needs the CBN institution code")
-        return self
-
-
-class NipEntry(_Entry):
-    """A NIBSS NIP institution code (ng_nip_codes.json)."""
-
-    nip_code: Digits6
-    name: Name
-    type: TypeName
-    cbn_code: Digits3or5 | None = None  # links to the ng_institutions.json entry
-    source: Literal["banklist-ng", "py-nuban"]
-
-
-class GhanaEntry(_Entry):
-    sort_code: Digits6
-    name: Name
-    type: TypeName
-    bic: BicCode | None = None
-    bank_prefix: Annotated[str, StringConstraints(pattern=r"^[0-9]{2}$")] | None = None
-    reachable_rails: list[RailName] = []
-
-
-class MomoEntry(_Entry):
-    country: CountryCode
-    carriers: list[Annotated[str, StringConstraints(min_length=1, max_length=80)]]
-    code: Annotated[str, StringConstraints(pattern=r"^[0-9A-Z]{2,12}$")]
-    name: Name
-    type: TypeName
-    reachable_rails: list[RailName]
-    name_resolvers: list[Literal["mtn_momo"]] = []
-    paystack_code: Annotated[str, StringConstraints(pattern=r"^[0-9A-Z]{3,8}$")] | None = None
-
-
-EntryT = TypeVar("EntryT", bound=_Entry)
-
-
-class _File(BaseModel, Generic[EntryT]):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    dataset: str
-    as_of: dt.date
-    licence: Annotated[str, StringConstraints(min_length=2)]
-    sources: list[Annotated[str, StringConstraints(min_length=10)]] = Field(min_length=1)
-    notes: str
-    entries: list[EntryT] = Field(min_length=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +61,7 @@ class NigerianInstitution:
 class MomoOperator:
     country: str
     institution: Institution
+    owns_numbering: bool = True
 
 
 def branch_shape(code: str) -> str:
@@ -228,6 +95,8 @@ class CuratedData:
 
     as_of: dict[str, dt.date]
     bics: dict[str, Institution]  # BIC8 -> head office (curated files only)
+    other_names: dict[str, tuple[str, ...]]  # BIC8 or IFSC bank code -> former and short names
+    ifsc_merged: dict[str, tuple[str, dt.date | None]]  # IFSC bank code -> (successor, date)
     sepa: dict[str, SepaEntry]
     routing_numbers: dict[str, Institution]
     sort_code_ranges: tuple[SortCodeRange, ...]  # most specific first
@@ -236,13 +105,14 @@ class CuratedData:
     ng_by_nuban_code: dict[str, NigerianInstitution]  # 6-digit NUBAN form of the CBN code
     ng_by_nip_code: dict[str, NigerianInstitution]  # NIBSS NIP code (the two can collide)
     ng_check_digit_institutions: tuple[NigerianInstitution, ...]
+    ng_inactive: dict[str, str]  # 6-digit code of a merged or revoked institution -> detail
     gh_banks: dict[str, Institution]  # by sort code
     gh_bank_prefixes: dict[str, Institution]  # 2-digit bank code -> head office
     momo_operators: dict[tuple[str, str], MomoOperator]  # (country, carrier name)
     momo_countries: frozenset[str] = field(default=frozenset())
 
 
-def _read(name: str, entry_type: type[_Entry]) -> _File:
+def _read(name: str, entry_type: type[BaseModel]) -> _File:
     text = resources.files("heddle.identify").joinpath("data", name).read_text(encoding="utf-8")
     return _File[entry_type].model_validate(json.loads(text))  # type: ignore[valid-type]
 
@@ -328,10 +198,18 @@ def load_curated() -> CuratedData:
     ranges.sort(key=lambda r: (r.size, r.start))
 
     ifsc: dict[str, Institution] = {}
+    other: dict[str, tuple[str, ...]] = {}
+    merged: dict[str, tuple[str, dt.date | None]] = {}
     for e in read("ifsc_banks.json", IfscBankEntry):
         _unique(ifsc, e.prefix, _institution(
             name=e.name, type=e.type, code=e.prefix, country="IN", bic=e.bic, rails=e.reachable_rails),
             "ifsc_banks")
+        if e.other_names:
+            other[e.prefix] = tuple(e.other_names)
+            if e.bic:
+                other[e.bic[:8]] = tuple(e.other_names)
+        if e.merged_into:
+            merged[e.prefix] = (e.merged_into, e.merged_on)
     ifsc_sublets = _ifsc_open_list(ifsc, as_of)
 
     ng_nuban: dict[str, NigerianInstitution] = {}
@@ -361,6 +239,20 @@ def load_curated() -> CuratedData:
         inst = _institution(name=e.name, type=e.type, code=e.nip_code, country="NG", rails=["nip"])
         ng_nip[e.nip_code] = NigerianInstitution(inst, None, False)
     ng_check = tuple(r for r in by_cbn.values() if r.check_digit)
+    # The CBN's list adds the verified codes the curated lists lack, and says which codes
+    # belong to institutions that merged or lost their licence.
+    cbn_list = read_cbn_list()
+    as_of[cbn_list.dataset] = cbn_list.as_of
+    ng_inactive: dict[str, str] = {}
+    for e in cbn_list.entries:
+        for kind, code in ng_list_codes(e):
+            index = ng_nuban if kind == "cbn" else ng_nip
+            if code in index:
+                continue
+            if e.status != "active":
+                ng_inactive.setdefault(code, inactive_detail(e))
+            else:
+                index[code] = NigerianInstitution(ng_list_institution(e), None, False)
 
     gh: dict[str, Institution] = {}
     gh_prefixes: dict[str, Institution] = {}
@@ -383,7 +275,8 @@ def load_curated() -> CuratedData:
         inst = _institution(name=e.name, type=e.type, code=e.code, country=e.country,
                             rails=e.reachable_rails, external=external)
         for carrier in e.carriers:
-            _unique(momo, (e.country, carrier), MomoOperator(e.country, inst), "momo_operators")
+            _unique(momo, (e.country, carrier), MomoOperator(e.country, inst, e.owns_numbering),
+                    "momo_operators")
 
     sepa: dict[str, SepaEntry] = {}
     for e in read("sepa.json", SepaEntry):
@@ -392,17 +285,20 @@ def load_curated() -> CuratedData:
     bics: dict[str, Institution] = {}
     for e in read("swift_bics.json", SwiftEntry):
         _unique(bics, e.bic[:8], _institution(
-            name=e.name, type="bank", code=e.bic, country=e.bic[4:6], bic=e.bic, city=e.city),
+            name=e.name, type=e.type, code=e.bic, country=e.bic[4:6], bic=e.bic, city=e.city),
             "swift_bics")
+        if e.other_names:
+            other[e.bic[:8]] = tuple(e.other_names)
     # The other curated datasets name head-office BICs too; the first one seen wins.
     for inst in [*ifsc.values(), *(r.institution for r in by_cbn.values()), *gh.values(),
                  *(r.institution for r in ranges if r.institution)]:
-        if inst.bic and inst.bic[:8] not in bics:
+        if inst.bic and inst.bic[:8] not in bics and inst.code not in merged:
             bics[inst.bic[:8]] = inst
 
     return CuratedData(
-        as_of=as_of, bics=bics, sepa=sepa, routing_numbers=routing,
+        as_of=as_of, bics=bics, other_names=other, ifsc_merged=merged, sepa=sepa, routing_numbers=routing,
         sort_code_ranges=tuple(ranges), ifsc_banks=ifsc, ifsc_sublets=ifsc_sublets, ng_by_nuban_code=ng_nuban,
-        ng_by_nip_code=ng_nip, ng_check_digit_institutions=ng_check, gh_banks=gh, gh_bank_prefixes=gh_prefixes,
+        ng_by_nip_code=ng_nip, ng_check_digit_institutions=ng_check, ng_inactive=ng_inactive,
+        gh_banks=gh, gh_bank_prefixes=gh_prefixes,
         momo_operators=momo, momo_countries=frozenset(c for c, _ in momo),
     )

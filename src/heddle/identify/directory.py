@@ -18,7 +18,9 @@ from schwifty import registry as schwifty_registry
 from sqlalchemy import func, select
 
 from heddle.db.base import Database
+from heddle.identify.bics import BicHolder, BicIndex, load_bic_index
 from heddle.identify.datasets import CuratedData, load_curated
+from heddle.identify.importers.ifsc_list import BranchList, load_branch_list
 from heddle.identify.models import DirectoryEntry
 from heddle.identify.schemas import Institution, Rail
 from heddle.observability.logging import get_logger
@@ -68,6 +70,8 @@ class Directory:
     def __init__(self, curated: CuratedData | None = None, *,
                  monotonic: Callable[[], float] = time.monotonic):
         self.curated = curated or load_curated()
+        self.bics: BicIndex = load_bic_index(self.curated)
+        self.ifsc_branches: BranchList = load_branch_list()
         self._imported: dict[tuple[str, str], DirectoryRecord] = {}
         self._imported_counts: dict[str, int] = {}
         self._signature: tuple[int, dt.datetime | None] | None = None
@@ -80,20 +84,10 @@ class Directory:
     def imported(self, rail: Rail, code: str) -> DirectoryRecord | None:
         return self._imported.get((rail.value, code))
 
-    def bic(self, bic: str) -> Institution | None:
-        """The institution of a BIC (8 or 11 characters): curated files first, then schwifty's
-        bank registry of the BIC's country. The first 8 characters identify the institution."""
-        found = self.curated.bics.get(bic[:8])
-        if found is not None:
-            return found
-        for candidate in dict.fromkeys((bic, bic[:8] + "XXX", bic[:8])):
-            banks = schwifty_registry.get_banks_by_bic(candidate)
-            if banks:
-                bank = next((b for b in banks if b.primary), banks[0])
-                # Same type as the IBAN rail gives the same registry entry: the registries list banks.
-                return Institution(name=bank.name, type="bank", code=bic,
-                                   country=bic[4:6], bic=bank.bic or candidate)
-        return None
+    def bic_holder(self, bic: str) -> tuple[BicHolder | None, bool]:
+        """The holder of a BIC (8 or 11 characters) from BIC-keyed sources only (see
+        heddle.identify.bics), and whether that exact BIC is listed there."""
+        return self.bics.holder(bic)
 
     def warm_up(self) -> None:
         """Load schwifty's bank registries now (about 0.2 s) instead of on the first lookup of

@@ -81,12 +81,12 @@ class IdentifyRequest(BaseModel):
         sent = data.get("account_number") if isinstance(data, dict) else None
         model = handler(data)
         if isinstance(sent, str):
-            model._account_number_sent = sent.strip()
+            model._account_number_sent = sent  # byte for byte, surrounding spaces included
         return model
 
     @property
     def account_number_sent(self) -> str | None:
-        """`account_number` as sent (outer whitespace dropped), or None."""
+        """`account_number` exactly as sent, or None."""
         if self.account_number is None:
             return None
         return self._account_number_sent or self.account_number

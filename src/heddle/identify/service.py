@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable
 
@@ -49,7 +50,8 @@ class IdentifyService:
         await self._refresh_directory()
         now = self._clock()
         outcome = self._lookup(raw, request, now)
-        account = await self._account(outcome, request.account_number, request.account_number_sent)
+        outcome, account = await self._account(outcome, request.account_number,
+                                               request.account_number_sent)
         identified = outcome.result is ResultKind.IDENTIFIED
         return Identification(
             result=outcome.result, rail=outcome.rail, country=outcome.country,
@@ -72,18 +74,28 @@ class IdentifyService:
         return handler.lookup(parsed, request.account_number, ctx)
 
     async def _account(self, outcome: RailOutcome, compact: str | None,
-                       sent: str | None) -> AccountInfo | None:
+                       sent: str | None) -> tuple[RailOutcome, AccountInfo | None]:
         """`account.number` is the number as sent (spec); the rail's normalised form (e.g. a
-        wallet in E.164) is what the holder-name resolvers are asked about."""
+        wallet in E.164) is what the holder-name resolvers are asked about. A `candidate`
+        institution (not proven by the identifier) becomes `identified` only when its holder-
+        name resolution answers."""
         if compact is None or sent is None:
-            return None
+            return outcome, None
         if outcome.rail not in NAME_RESOLUTION_RAILS:
-            return AccountInfo(sent, NameResolutionStatus.NOT_SUPPORTED)
-        if outcome.result is not ResultKind.IDENTIFIED or outcome.institution is None:
-            return AccountInfo(sent, NameResolutionStatus.UNAVAILABLE)
+            return outcome, AccountInfo(sent, NameResolutionStatus.NOT_SUPPORTED)
+        institution = outcome.institution if outcome.result is ResultKind.IDENTIFIED \
+            else outcome.candidate
+        if institution is None:
+            return outcome, AccountInfo(sent, NameResolutionStatus.UNAVAILABLE)
         number = outcome.account_number or compact
-        resolution = await self.names.resolve(outcome.rail, outcome.institution, number)
-        return AccountInfo(sent, resolution.status, resolution.name)
+        resolution = await self.names.resolve(outcome.rail, institution, number)
+        if outcome.result is not ResultKind.IDENTIFIED:
+            if resolution.status is not NameResolutionStatus.RESOLVED:
+                return outcome, AccountInfo(sent, NameResolutionStatus.UNAVAILABLE)
+            outcome = dataclasses.replace(
+                outcome, result=ResultKind.IDENTIFIED, institution=institution,
+                reachable_rails=institution.reachable_rails, candidate=None, detail=None)
+        return outcome, AccountInfo(sent, resolution.status, resolution.name)
 
     async def _refresh_directory(self) -> None:
         if self._db is None:

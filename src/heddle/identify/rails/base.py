@@ -44,6 +44,9 @@ class RailOutcome:
     reachable_rails: tuple[str, ...] = ()
     account_number: str | None = None
     detail: str | None = None
+    # An institution the identifier may belong to but does not prove (a phone number's
+    # network's wallet); named only if holder-name resolution confirms it.
+    candidate: Institution | None = None
 
 
 class RailHandler(Protocol):

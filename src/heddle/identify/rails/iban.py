@@ -19,6 +19,7 @@ from schwifty.exceptions import (
     SchwiftyException,
 )
 
+from heddle.identify.bics import BicHolder, canonical, names_agree, registry_entries
 from heddle.identify.rails.base import (
     LookupContext,
     RailOutcome,
@@ -37,6 +38,12 @@ warnings.filterwarnings("ignore", category=NationalChecksumNotVerified)
 
 _SHAPE = re.compile(r"[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}", re.ASCII)
 _REGISTRY_COUNTRIES = frozenset(schwifty_registry.get_countries())
+
+
+@lru_cache(maxsize=128)
+def _keyed(country: str) -> bool:
+    """True when the country's registry is keyed by bank code (SA's lists banks by BIC only)."""
+    return any(b.bank_code for b in schwifty_registry.get_banks_by_country(country))
 
 
 @lru_cache(maxsize=16384)
@@ -78,6 +85,11 @@ class IbanRail:
         if country not in _REGISTRY_COUNTRIES:
             return unsupported(self.rail, f"The IBAN is valid, but no bank directory for {country} "
                                           "is available.", country=country)
+        if not _keyed(country):
+            return unsupported(self.rail, f"The IBAN is valid, but the {country} directory "
+                                          "available lists banks by BIC only, with no bank "
+                                          f"codes, so bank code {iban.bank_code} cannot be "
+                                          "looked up.", country=country)
         bank = iban.bank
         if bank is None:
             return not_found(self.rail, f"The IBAN is valid, but no bank with code "
@@ -86,6 +98,14 @@ class IbanRail:
         bic = _bic_of(country, bank.bank_code)  # a registry bank's code is its lookup key
         institution = Institution(name=bank.name, type="bank", code=iban.bank_code,
                                   country=country, bic=bic)
+        if bic is not None:
+            holder, _ = ctx.directory.bic_holder(bic)
+            if holder is not None:
+                checked = _checked_against(holder, bank.name, bic, iban.bank_code, country)
+                if isinstance(checked, str):
+                    return not_found(self.rail, checked, country=country,
+                                     account_number=account_number)
+                institution = checked
         return identified(self.rail, institution, rails=self._rails(iban, bic, ctx),
                           account_number=account_number)
 
@@ -107,3 +127,23 @@ class IbanRail:
             if holder is not None and holder.bic is not None and holder.bic[:4] == iban.bank_code:
                 rails = merge_rails(rails, holder.reachable_rails)
         return rails
+
+
+def _checked_against(holder: BicHolder, name: str, bic: str, bank_code: str,
+                     country: str) -> Institution | str:
+    """The bank code's institution when its registry entry agrees with the BIC-keyed holder
+    of its BIC (then one record: the holder's name, type and BIC), else why not.
+
+    Where they disagree the registry may still be right about the bank code (a member bank
+    routing through its central bank's BIC) or wrong (a stale or misattributed entry). When
+    the bank code is the only one routed through the BIC, it is the holder's own code and the
+    holder is named; otherwise nothing is."""
+    if names_agree(name, holder.institution, holder.other_names):
+        return canonical(holder, code=bank_code, bic=bic if len(bic) == 11 else None)
+    codes = {b.bank_code for b in registry_entries(bic) if b.country_code == country}
+    if codes <= {bank_code}:
+        return canonical(holder, code=bank_code)
+    return (f"The {country} directory lists bank code {bank_code} as {name}, routed through "
+            f"BIC {bic}, which belongs to {holder.institution.name}; {len(codes)} bank codes "
+            "route through that BIC (merged or member banks among them), so which institution "
+            "holds this account is not known. Ask the payee for the BIC of their bank.")

@@ -49,11 +49,14 @@ class IfscRail:
         # Indian bank account numbers run from 9 to 18 digits depending on the bank.
         account = digits_account(self.rail, account_number, range(9, 19), "An Indian account number")
         curated = ctx.directory.curated
+        record = ctx.directory.imported(self.rail, code)
+        gone = _withdrawn(code, record is not None, ctx)
+        if gone is not None:
+            return not_found(self.rail, gone, country="IN", account_number=account)
         # A sub-member code belongs to the bank that leases it, whatever its first four
         # letters (and the RBI list files it under the sponsor bank's name).
         holder = curated.ifsc_sublets.holder(code)
         bank = holder or curated.ifsc_banks.get(code[:4])
-        record = ctx.directory.imported(self.rail, code)
         leased_shape = holder is None and bank is not None and branch_shape(code) in \
             curated.ifsc_sublets.sponsor_shapes.get(code[:4], ())
         if leased_shape:
@@ -85,3 +88,27 @@ class IfscRail:
                                         "directory.", country="IN", account_number=account)
         # The first four letters name the bank, and the bank leases no codes of this shape.
         return identified(self.rail, dataclasses.replace(bank, code=code), account_number=account)
+
+
+def _withdrawn(code: str, imported: bool, ctx: LookupContext) -> str | None:
+    """Why an IFSC no longer exists, or None: its bank merged into another (every code of it
+    was withdrawn), or RBI's list gives its bank's branches and this code is not among them."""
+    curated = ctx.directory.curated
+    merged = curated.ifsc_merged.get(code[:4])
+    if merged is not None:
+        successor, when = merged
+        gone = curated.ifsc_banks[code[:4]].name
+        heir = curated.ifsc_banks.get(successor)
+        heir_name = heir.name if heir else successor
+        since = f" on {when.isoformat()}" if when else ""
+        return (f"{gone} was amalgamated into {heir_name}{since} and its IFSCs were withdrawn; "
+                f"the branch now has an IFSC of {heir_name} (bank code {successor}). Ask the payee "
+                "for it.")
+    branches = ctx.directory.ifsc_branches
+    if imported or not branches.covers(code[:4]) or branches.exists(code):
+        return None
+    bank = curated.ifsc_banks.get(code[:4])
+    whose = f"{bank.name}'s" if bank else f"bank code {code[:4]}'s"
+    return (f"No branch has this IFSC: it is not among {whose} "
+            f"{branches.banks()[code[:4]]:,} IFSCs in RBI's list "
+            f"(as of {branches.as_of.isoformat()}).")

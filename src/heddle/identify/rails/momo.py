@@ -4,6 +4,7 @@ a mobile-money service. Parsing, validity and the network come from libphonenumb
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 from typing import ClassVar
 
@@ -100,6 +101,16 @@ class MomoRail:
             return not_found(self.rail, f"The number is a valid {region} mobile number, but "
                                         f"{what} runs no mobile-money service in the directory.",
                              country=region, account_number=account)
+        if not operator.owns_numbering:
+            # Phone-numbered accounts exist at several providers here: the network is not
+            # the wallet. Holder-name resolution at the network's provider can confirm it.
+            return dataclasses.replace(not_found(
+                self.rail, f"The number is on the {network} network in {region}, but "
+                           f"{operator.institution.name} does not own its numbering: a "
+                           "phone-numbered account can be at any payment service bank or bank, "
+                           "and this number need not have a wallet there. Send "
+                           "`account_number` to confirm it by holder-name resolution.",
+                country=region, account_number=account), candidate=operator.institution)
         return identified(self.rail, operator.institution, account_number=account)
 
     def _same_wallet(self, number: PhoneNumber, region: str, account_number: str | None) -> str | None:

@@ -71,6 +71,9 @@ class NubanRail:
         record, conflict = self._institution(parsed, ctx)
         if conflict is not None:
             return not_found(self.rail, conflict, country="NG", account_number=account)
+        if record is None and parsed.institution_code in ctx.directory.curated.ng_inactive:
+            return not_found(self.rail, ctx.directory.curated.ng_inactive[parsed.institution_code],
+                             country="NG", account_number=account)
         if record is None:
             return not_found(self.rail, f"No Nigerian institution with code "
                                         f"{parsed.institution_code} is in the directory.",

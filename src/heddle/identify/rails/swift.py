@@ -10,6 +10,7 @@ from typing import ClassVar
 from schwifty import BIC
 from schwifty.exceptions import InvalidCountryCode, SchwiftyException
 
+from heddle.identify.bics import describe_entries, registry_entries
 from heddle.identify.rails.base import (
     LookupContext,
     RailOutcome,
@@ -55,13 +56,28 @@ class SwiftRail:
 
     def lookup(self, bic: str, account_number: str | None, ctx: LookupContext) -> RailOutcome:
         country = bic[4:6]
-        institution = ctx.directory.bic(bic)
-        if institution is None:
-            return not_found(self.rail, "No institution with this BIC is in the directory.",
-                             country=country, account_number=account_number)
-        institution = dataclasses.replace(institution, code=bic, bic=bic, reachable_rails=())
+        holder, _ = ctx.directory.bic_holder(bic)
+        if holder is None:
+            return not_found(self.rail, _unknown_detail(bic), country=country,
+                             account_number=account_number)
+        # A branch BIC not listed on its own is its BIC8's institution (ISO 9362: the branch
+        # code names a branch of the institution the first 8 characters identify).
+        institution = dataclasses.replace(holder.institution, code=bic, bic=bic,
+                                          reachable_rails=())
         # Location codes whose second character is '0' are test BICs, '1' passive
         # participants: neither can receive SWIFT messages.
         connected = bic[7] not in "01"
         return identified(self.rail, institution, rails=("swift",) if connected else (),
                           account_number=account_number)
+
+
+def _unknown_detail(bic: str) -> str:
+    """What is known of a BIC that no BIC-keyed source lists: the registry entries that route
+    through it are named, as routing, never as the holder."""
+    entries = registry_entries(bic)
+    if not entries:
+        return "No institution with this BIC is in the directory."
+    return (f"No BIC-keyed source lists {bic[:8]}. The {bic[4:6]} bank-code directory routes "
+            f"payments for {describe_entries(entries)} through it, but a bank-code directory "
+            "does not say who holds a BIC (merged banks and member banks are listed under "
+            "another bank's BIC), so no institution is named.")
