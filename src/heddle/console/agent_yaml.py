@@ -14,7 +14,9 @@ import yaml
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        # Lists indented under their key ("tools:\n  - builtin: identify"), as people write them.
+        super().increase_indent(flow, False)
 
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

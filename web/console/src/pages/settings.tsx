@@ -1,15 +1,14 @@
 // Workspace settings, in tabs: general (auth, origins, realtime, limits, retention, webhooks),
-// API keys, agents and connections.
+// API keys and connections (agents have their own page in the navigation).
 import { Card, ErrorBox, Loading, PageHead, useApi } from "../components";
 import { credits } from "../format";
 import { Link } from "../router";
 import { General } from "./settings_general";
 import { Keys } from "./settings_keys";
-import { Agents } from "./settings_agents";
 import { Connections } from "./settings_connections";
 
 type Obj = Record<string, any>;
-const TABS = [["general", "General"], ["keys", "API keys"], ["agents", "Agents"], ["connections", "Connections"]] as const;
+const TABS = [["general", "General"], ["keys", "API keys"], ["connections", "Connections"]] as const;
 
 export function Settings({ ws, tab }: { ws: string; tab: string }) {
   const detail = useApi<Obj>(`/workspaces/${ws}`);
@@ -27,7 +26,6 @@ export function Settings({ ws, tab }: { ws: string; tab: string }) {
       {!known && <Card><p>No settings section “{tab}”.</p></Card>}
       {tab === "general" && (detail.data ? <General ws={ws} settings={detail.data} onSaved={(d) => detail.setData({ ...detail.data, ...d })} /> : detail.loading && <Loading />)}
       {tab === "keys" && <Keys ws={ws} />}
-      {tab === "agents" && <Agents ws={ws} />}
       {tab === "connections" && <Connections ws={ws} />}
     </div>
   );
