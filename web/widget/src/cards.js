@@ -4,11 +4,12 @@
 
 // After a reload the cards of answered calls are rebuilt from the runs' traces (the thread's own
 // state over the API): only the latest RESTORE_RUNS runs, one request each, so that opening a
-// long conversation stays within the per-subject rate limit.
+// long conversation stays within the per-subject rate limit (opening costs at most 6 other
+// requests; the default limit is 10 per second).
 import { label } from "./text.js";
 
 const pretty = (name) => String(name || "action").replace(/_/g, " ");
-const RESTORE_RUNS = 10;
+const RESTORE_RUNS = 4;
 const enc = encodeURIComponent;
 
 // The tool's risk, in the person's words (the agent file's `risk` is an operator's term).
