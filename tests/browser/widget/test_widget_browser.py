@@ -98,6 +98,7 @@ def test_phone_width_readable_results_and_cards_rebuilt_after_reload(run_browser
     reply = r["approved_reply"]
     assert "Patch ref" in reply["fields"] and "{" not in reply["text"] and '"' not in reply["text"], reply
     assert "{" not in r["denied_reply"] and "Declined" in r["denied_reply"], r["denied_reply"]
+    assert "null" not in reply["text"] and "null" not in r["denied_reply"]
     # Before and after a reload: the approved and the denied card, each after its request.
     expected = [("Approve “send transfer”?", "Approved.", 'call: send_transfer {"amount": 250, "to": "Ada"}'),
                 ("Approve “send transfer”?", "Denied.", 'call: send_transfer {"amount": 300, "to": "Bob"}')]

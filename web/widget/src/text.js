@@ -46,11 +46,11 @@ export function renderText(body, text) {
   const [start, end, parsed] = found;
   const entries = Array.isArray(parsed) ? parsed.map((v, i) => [String(i + 1), v]) : Object.entries(parsed);
   const before = text.slice(0, start).trimEnd(), after = text.slice(end).trimStart();
-  body.replaceChildren(
-    before ? h("span", { class: "hc-text-part", text: before }) : null,
-    entries.length
-      ? h("dl", { class: "hc-result" }, entries.map(([k, v]) => [h("dt", { text: label(k) }), h("dd", { text: value(v, 1) })]))
-      : null,
-    after ? h("span", { class: "hc-text-part", text: after }) : null,
-  );
+  const parts = [
+    before && h("span", { class: "hc-text-part", text: before }),
+    entries.length > 0 && h("dl", { class: "hc-result" },
+      entries.map(([k, v]) => [h("dt", { text: label(k) }), h("dd", { text: value(v, 1) })])),
+    after && h("span", { class: "hc-text-part", text: after }),
+  ];
+  body.replaceChildren(...parts.filter(Boolean));
 }

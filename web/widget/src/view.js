@@ -153,10 +153,12 @@ export class View {
   /** The final text of a streamed bubble: a new node, so the log announces it once. */
   finish(el, text) {
     el.classList.remove("hc-streaming");
+    const atEnd = this.nearEnd(); // the rendered reply may be taller (a result's fields): keep its end in view
     const old = el.querySelector(".hc-text");
     const body = h("div", { class: "hc-text" });
     renderText(body, text);
     old.replaceWith(body);
+    if (atEnd) this.scrollToEnd();
   }
 
   notice(text, kind = "info") {
