@@ -97,6 +97,7 @@ def test_thread_with_messages_and_runs(console, busy, http):
     assert data["thread"]["id"] == thread and data["thread"]["subject"] == "web:ann"
     assert [m["role"] for m in data["messages"]] == ["user", "assistant", "user", "assistant"]
     assert [r["id"] for r in data["runs"]] == [again, r1]
+    assert data["agent"] == {"id": a, "name": SCRIPTED_AGENT["name"]}
 
 
 def test_threads_list_filters_and_pages(console, busy, http):

@@ -173,8 +173,10 @@ async def thread_detail(session: AsyncSession, workspace_id: str, thread_id: str
                                      .order_by(Message.seq).limit(THREAD_MESSAGES_CAP))
     runs = await session.scalars(select(Run).where(Run.thread_id == thread.id)
                                  .order_by(Run.created_at.desc(), Run.id.desc()))
+    agent = await session.get(Agent, thread.agent_id)
     return {"thread": thread_dict(thread), "messages": [message_dict(m) for m in messages],
-            "runs": [run_item(r) for r in runs]}
+            "runs": [run_item(r) for r in runs],
+            "agent": {"id": thread.agent_id, "name": agent.name if agent else None}}
 
 
 @dataclass

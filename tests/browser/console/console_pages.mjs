@@ -145,7 +145,8 @@ await main(async (browser, report) => {
   await page.getByRole("link", { name: THREAD }).click();
   await page.getByRole("heading", { name: "Conversation" }).waitFor();
   await page.locator(".msg-assistant").first().waitFor();
-  report.thread = { user: await page.locator(".msg-user .msg-text").first().innerText(),
+  report.thread = { sub: await page.locator(".page-head p").innerText(),
+                    user: await page.locator(".msg-user .msg-text").first().innerText(),
                     assistant: await page.locator(".msg-assistant .msg-text").first().innerText() };
   await shot(page, "console-thread");
 

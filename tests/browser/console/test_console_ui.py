@@ -171,6 +171,7 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert report["tool_attempts"] == 2 and "503" in report["tool_attempts_text"] and "200" in report["tool_attempts_text"]
     # Conversation.
     assert "DEUTDEFF" in report["thread"]["user"] and report["thread"]["assistant"]
+    assert "with Payments helper" in report["thread"]["sub"] and "agent_" not in report["thread"]["sub"]
     # Ledger: chart and a grant that moves the balance by 25.
     ledger = report["ledger"]
     assert ledger["chart"] == 1 and ledger["rows"] >= 2

@@ -6,7 +6,7 @@ import { Link } from "../router";
 type Obj = Record<string, any>;
 
 export function Thread({ ws, thread }: { ws: string; thread: string }) {
-  const { data, error, loading } = useApi<{ thread: Obj; messages: Obj[]; runs: Obj[] }>(`/workspaces/${ws}/threads/${thread}`);
+  const { data, error, loading } = useApi<{ thread: Obj; messages: Obj[]; runs: Obj[]; agent?: Obj }>(`/workspaces/${ws}/threads/${thread}`);
   if (!data) return (
     <div>
       <p class="crumbs"><Link href={`/w/${ws}/threads`}>Threads</Link> <span aria-hidden="true">/</span> Thread</p>
@@ -18,7 +18,7 @@ export function Thread({ ws, thread }: { ws: string; thread: string }) {
   return (
     <div>
       <p class="crumbs"><Link href={`/w/${ws}/threads`}>Threads</Link> <span aria-hidden="true">/</span> Thread</p>
-      <PageHead title="Conversation" sub={<><span class="mono">{t.subject}</span> with agent <Link href={`/w/${ws}/agents/${t.agent}`} class="mono">{t.agent}</Link> · started {when(t.created_at)}</>} />
+      <PageHead title="Conversation" sub={<><span class="mono">{t.subject}</span> with <Link href={`/w/${ws}/agents/${t.agent}`}>{data.agent?.name || t.agent}</Link> · started {when(t.created_at)}</>} />
       <div class="two-col two-col-wide">
         <Card title="Messages">
           {messages.length === 0 ? <Empty>No messages yet.</Empty> : (
