@@ -21,9 +21,8 @@ router = APIRouter(include_in_schema=False)
 
 # Nothing but the console's stylesheet (or this page's own inline style when the console is not
 # built) and a form posting to this server.
+CSP = "default-src 'none'; style-src {style}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'self' 'unsafe-inline'; form-action 'self'; "
-                               "frame-ancestors 'none'; base-uri 'none'",
     # The token is in the URL: never sent to another site. same-origin, not no-referrer: under
     # no-referrer a browser sends `Origin: null` with the form POST, and same_origin() refuses it.
     "Referrer-Policy": "same-origin",
@@ -41,12 +40,13 @@ def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
     """The page in the console's own look: its stylesheet, its sign-in card and brand line."""
     sheet = console_stylesheet()
     style = f'<link rel="stylesheet" href="{html.escape(sheet)}">' if sheet else f"<style>{_STYLE}</style>"
+    csp = CSP.format(style="'self'" if sheet else "'unsafe-inline'")
     doc = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
            f'content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">'
            f"<title>{html.escape(title)} · Heddle console</title>{style}</head><body>"
            f'<main class="center"><div class="signin card"><p class="brand-line"><span class="logo" aria-hidden="true">'
            f"</span> Heddle console</p>{body}</div></main></body></html>")
-    return HTMLResponse(doc, status_code=status, headers=HEADERS)
+    return HTMLResponse(doc, status_code=status, headers={**HEADERS, "Content-Security-Policy": csp})
 
 
 def _invalid() -> HTMLResponse:
