@@ -48,6 +48,22 @@ def test_create_from_yaml_text(console, ws):
     assert err["details"][0]["field"] == "yaml" and "YAML" in err["message"]
 
 
+def test_agents_read_back_as_their_yaml_agent_file(console, ws):
+    text = ("name: Payments helper\nmodel_class: scripted\ninstructions: |\n  Line one.\n  Line two.\ntools:\n"
+            "  - builtin: identify\n  - name: fee_quote\n    description: Quote a fee\n    path: /fee\n"
+            "    parameters: {type: object, properties: {amount: {type: number}}, required: [amount]}\n")
+    agent = console.data("POST", f"/workspaces/{ws}/agents", 201, json={"yaml": text})
+    shown = console.data("GET", f"/workspaces/{ws}/agents/{agent['id']}")
+    assert shown["yaml"].startswith("name: Payments helper\nmodel_class: scripted\ninstructions: |\n  Line one.\n")
+    assert "null" not in shown["yaml"] and "{" not in shown["yaml"]  # block YAML, no unset fields
+    # Saving the shown file unchanged gives the same definition (as a new version).
+    again = console.data("PUT", f"/workspaces/{ws}/agents/{agent['id']}", json={"yaml": shown["yaml"]})
+    assert again["version"] == 2
+    assert (again["instructions"], again["tools"]) == (shown["instructions"], shown["tools"])
+    v1 = console.data("GET", f"/workspaces/{ws}/agents/{agent['id']}/versions/1")
+    assert v1["yaml"] == shown["yaml"]
+
+
 @pytest.mark.parametrize("body,field", [
     ({**AGENT, "model_class": "gpt-nope"}, "model_class"),
     ({**AGENT, "name": ""}, "name"),

@@ -64,7 +64,10 @@ def test_cli_and_console_show_the_same_workspace(server, console):
     console.data("POST", f"/workspaces/{ws['id']}/connections", 201,
                  json={"name": "tools", "base_url": "https://tools.example.com"})
     code, shown = cli(server, "workspace", "show", ws["id"])
-    assert code == 0 and shown == console.data("GET", f"/workspaces/{ws['id']}")
+    # The console's answer is the CLI's, plus the rate limits in force (the console shows them).
+    in_console = console.data("GET", f"/workspaces/{ws['id']}")
+    assert in_console.pop("rate_limits")["per_key"]["is_default"] is True
+    assert code == 0 and shown == in_console
     code, credits = cli(server, "credits", "show", ws["id"])
     assert code == 0 and credits == console.data("GET", f"/workspaces/{ws['id']}/credits")
     code, listed = cli(server, "workspace", "list")
@@ -97,7 +100,10 @@ def test_agent_commands_make_versions_the_console_sees(server, console, tmp_path
     code, updated = cli(server, "agent", "update", agent["id"], "--file", str(second))
     assert code == 0 and updated["version"] == 2 and updated["instructions"] == "Two."
     code, shown = cli(server, "agent", "show", agent["id"])
-    assert code == 0 and shown == console.data("GET", f"/workspaces/{ws}/agents/{agent['id']}")
+    # The console's answer is the CLI's, plus the agent file as YAML (what its editor shows).
+    in_console = console.data("GET", f"/workspaces/{ws}/agents/{agent['id']}")
+    assert in_console.pop("yaml").startswith("name: Helper\n")
+    assert code == 0 and shown == in_console
     assert [(v["version"], v["created_by"]) for v in shown["versions"]] == [(2, "cli"), (1, "cli")]
     code, v1 = cli(server, "agent", "show", agent["id"], "--version", "1")
     assert code == 0 and v1["instructions"] == "One."

@@ -208,3 +208,23 @@ def test_a_forged_host_does_not_make_a_foreign_origin_ours(server, console):
     port = server.base_url.rsplit(":", 1)[1]
     assert console.data("POST", "/workspaces", 201, json={"name": "via-localhost"},
                         headers={"Origin": f"http://localhost:{port}"})["name"] == "via-localhost"
+
+
+def test_the_login_page_wears_the_built_consoles_stylesheet(server, http, tmp_path, monkeypatch):
+    """Built: the page links the console's hashed stylesheet (CSP style-src 'self', nothing
+    inline); not built: a small inline style (CSP allows only that)."""
+    from heddle.web import routes as web
+
+    built = tmp_path / "console"
+    built.mkdir()
+    (built / "index.html").write_text('<link rel="stylesheet" crossorigin href="/console/assets/index-Ab1_c.css">')
+    _, url = new_operator(server, "looks@example.com")
+    monkeypatch.setattr(web, "CONSOLE", built)
+    page = http.get(_path(server, url))
+    assert page.status_code == 200 and 'href="/console/assets/index-Ab1_c.css"' in page.text
+    assert "<style>" not in page.text and 'class="signin card"' in page.text
+    assert "style-src 'self';" in page.headers["content-security-policy"]
+    monkeypatch.setattr(web, "CONSOLE", tmp_path / "not-built")
+    page = http.get(_path(server, url))
+    assert page.status_code == 200 and "<style>" in page.text and "/console/assets/" not in page.text
+    assert "style-src 'unsafe-inline';" in page.headers["content-security-policy"]

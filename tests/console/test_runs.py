@@ -71,6 +71,7 @@ def test_run_detail_has_the_v1_trace_and_its_requests(server, http, console, bus
     v1 = http.get(f"/v1/loom/runs/{r1}/trace", headers=tenant.headers(None)).json()["data"]
     assert detail["trace"] == v1
     assert detail["run"]["id"] == r1 and detail["run"]["agent_version"] == 1
+    assert detail["agent"] == {"id": a, "name": SCRIPTED_AGENT["name"], "version": 1}
     assert [(e["method"], e["path"], e["status"]) for e in detail["requests"]] == [("POST", "/v1/identify", 200)]
     assert detail["requests"][0]["request_id"] == attributed.headers["request-id"]
 
@@ -96,6 +97,28 @@ def test_thread_with_messages_and_runs(console, busy, http):
     assert data["thread"]["id"] == thread and data["thread"]["subject"] == "web:ann"
     assert [m["role"] for m in data["messages"]] == ["user", "assistant", "user", "assistant"]
     assert [r["id"] for r in data["runs"]] == [again, r1]
+    assert data["agent"] == {"id": a, "name": SCRIPTED_AGENT["name"]}
+
+
+def test_threads_list_filters_and_pages(console, busy, http):
+    tenant, a, b, (r1, r2, r3) = busy
+    base = f"/workspaces/{tenant.workspace_id}/threads"
+    items = console.data("GET", base)["items"]
+    # Three threads (ann with a, bob with a, ann with b), newest first, each with its latest run.
+    assert [(t["subject"], t["agent"]) for t in items] == [("web:ann", b), ("web:bob", a), ("web:ann", a)]
+    assert [t["latest_run"]["id"] for t in items] == [r3, r2, r1]
+    assert items[1]["latest_run"]["state"] == "failed"
+    assert items[0]["agent_name"] == "other" and items[2]["agent_name"] == SCRIPTED_AGENT["name"]
+    assert [t["agent"] for t in console.data("GET", base, params={"agent": b})["items"]] == [b]
+    assert [t["subject"] for t in console.data("GET", base, params={"subject": "web:bob"})["items"]] == ["web:bob"]
+    page1 = console.data("GET", base, params={"limit": 2})
+    assert len(page1["items"]) == 2 and page1["next_cursor"]
+    page2 = console.data("GET", base, params={"limit": 2, "cursor": page1["next_cursor"]})
+    assert [t["id"] for t in page2["items"]] == [items[2]["id"]] and page2["next_cursor"] is None
+    for params, field in (({"limit": 0}, "limit"), ({"cursor": "garbage!"}, "cursor"), ({"subject": "x" * 300}, "subject")):
+        err = expect_error(console.get(base, params=params), 400, "invalid_request")
+        assert field in err["message"] or any(d.get("field") == field for d in err.get("details") or []), err
+    expect_error(console.get("/workspaces/ws_nope/threads"), 404, "not_found")
 
 
 def test_request_log_filters_and_pages(server, http, console):

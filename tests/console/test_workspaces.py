@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from support.console import expect_error
+from support.console import Console, expect_error, new_operator
+from support.server import LiveServer
 
 # The server refuses private outbound URLs unless told (as in production), so `dev` matters.
 SERVER_SETTINGS = {"outbound_allow_private": False}
@@ -24,6 +25,28 @@ def test_create_list_and_show(console, ws):
     assert shown["request_secret"].count("…") == 1  # masked
     assert shown["keys"] == [] and shown["connections"] == [] and shown["agents"] == []
     assert shown["realtime"] is True and shown["rate_limit_per_key"] == "default"
+    # The limit in force, not only the word "default": the server's own rule.
+    assert shown["rate_limits"] == {"per_key": {"value": "off", "is_default": True},
+                                    "per_subject": {"value": "off", "is_default": True}}
+
+
+def test_default_rate_limits_show_the_servers_rule(tmp_path):
+    """A server with its own rules: a workspace on the defaults is shown those rules."""
+    server = LiveServer(database_url=f"sqlite+aiosqlite:///{tmp_path}/limits.db", rate_limit_per_key="7/second",
+                        rate_limit_per_subject="2/second").start()
+    console = Console(server)
+    try:
+        console.sign_in(new_operator(server, "limits@example.com")[1])
+        ws = console.data("POST", "/workspaces", 201, json={"name": "Defaults"})["id"]
+        shown = console.data("GET", f"/workspaces/{ws}")
+        assert shown["rate_limits"] == {"per_key": {"value": "7/second", "is_default": True},
+                                        "per_subject": {"value": "2/second", "is_default": True}}
+        changed = console.data("PATCH", f"/workspaces/{ws}", json={"rate_limit_per_subject": "1/minute"})
+        assert changed["rate_limits"]["per_subject"] == {"value": "1/minute", "is_default": False}
+        assert changed["rate_limits"]["per_key"] == {"value": "7/second", "is_default": True}
+    finally:
+        console.close()
+        server.stop()
 
 
 def test_create_refuses_bad_bodies(console):
@@ -65,6 +88,8 @@ def test_settings_patch(console, ws):
     assert data["allowed_origins"] == ["https://app.example.com", "https://shop.example.com:8443"]
     assert data["realtime"] is False and data["rate_limit_per_key"] == "5/second"
     assert data["rate_limit_per_subject"] == "off" and data["retention_days"] == 30
+    assert data["rate_limits"] == {"per_key": {"value": "5/second", "is_default": False},
+                                   "per_subject": {"value": "off", "is_default": False}}
     assert data["webhook_url"] == "https://hooks.example.com/heddle"
     assert "…" in data["request_secret"] and "…" in data["webhook_secret"]  # not rotated: masked
     rotated = console.data("PATCH", path, json={"rotate_request_secret": True, "rotate_webhook_secret": True})

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends, Path, Request
 
 from heddle.api.deps import services
+from heddle.console.agent_yaml import agent_yaml
 from heddle.console.auth import ConsoleOperator, current_operator
 from heddle.console.common import ok, reading, success, writing
 from heddle.control import agents as control
@@ -40,7 +41,8 @@ async def create_agent(request: Request, ws: str = WorkspaceId, body: dict[str, 
 @router.get("/workspaces/{ws}/agents/{agent}")
 async def show_agent(request: Request, ws: str = WorkspaceId, agent: str = AgentId):
     async with reading(request) as s:
-        return success(await control.show(s, await control.agent(s, ws, agent)))
+        data = await control.show(s, await control.agent(s, ws, agent))
+    return success({**data, "yaml": agent_yaml(data)})
 
 
 @router.put("/workspaces/{ws}/agents/{agent}")
@@ -57,4 +59,5 @@ async def update_agent(request: Request, ws: str = WorkspaceId, agent: str = Age
 async def agent_version(request: Request, ws: str = WorkspaceId, agent: str = AgentId,
                         number: int = Path(ge=1, le=1_000_000)):
     async with reading(request) as s:
-        return success(await control.version(s, await control.agent(s, ws, agent), number))
+        data = await control.version(s, await control.agent(s, ws, agent), number)
+    return success({**data, "yaml": agent_yaml(data)})

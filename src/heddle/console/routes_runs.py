@@ -43,6 +43,15 @@ async def run_detail(request: Request, ws: str = WorkspaceId, run_id: str = Path
         return success(await control.run_detail(s, ws, run_id))
 
 
+@router.get("/workspaces/{ws}/threads")
+async def list_threads(request: Request, ws: str = WorkspaceId, agent: str | None = Query(None, max_length=40),
+                       subject: str | None = Query(None, max_length=200),
+                       limit: int = Query(50, ge=1, le=200), cursor: str | None = Cursor):
+    f = control.ThreadFilter(agent=agent, subject=subject, limit=limit, cursor=cursor)
+    async with reading(request) as s:
+        return success(await control.list_threads(s, ws, f))
+
+
 @router.get("/workspaces/{ws}/threads/{thread_id}")
 async def thread_detail(request: Request, ws: str = WorkspaceId, thread_id: str = Path(max_length=64)):
     async with reading(request) as s:

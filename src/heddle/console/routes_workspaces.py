@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Path, Request
 
+from heddle.api.deps import services
 from heddle.console.common import ok, policy, reading, success, writing
 from heddle.console.schemas import CreateConnection, CreateKey, CreateWorkspace, UpdateWorkspace
 from heddle.control import workspaces as control
@@ -27,17 +28,32 @@ async def create_workspace(body: CreateWorkspace, request: Request):
     return ok(data, status_code=201)
 
 
+def _with_rate_limits(request: Request, data: dict[str, Any]) -> dict[str, Any]:
+    """Add `rate_limits`: each limit's effective rule and whether it is the server's default.
+
+    The stored setting reads "default" when the workspace has none of its own, which tells an
+    operator nothing about the limit in force; the server's rule is in its settings."""
+    server = services(request).settings
+    limits = {}
+    for name, default in (("per_key", server.rate_limit_per_key), ("per_subject", server.rate_limit_per_subject)):
+        own = data.get(f"rate_limit_{name}")
+        is_default = own in (None, "default")
+        limits[name] = {"value": default if is_default else own, "is_default": is_default}
+    return {**data, "rate_limits": limits}
+
+
 @router.get("/workspaces/{ws}")
 async def show_workspace(request: Request, ws: str = WorkspaceId):
     async with reading(request) as s:
-        return success(await control.show(s, ws))
+        data = await control.show(s, ws)
+    return success(_with_rate_limits(request, data))
 
 
 @router.patch("/workspaces/{ws}")
 async def update_workspace(body: UpdateWorkspace, request: Request, ws: str = WorkspaceId):
     async with writing(request) as s:
         data = await control.update(s, ws, body.change(), policy(request, body.dev))
-    return success(data)
+    return success(_with_rate_limits(request, data))
 
 
 @router.get("/workspaces/{ws}/webhook-deliveries")

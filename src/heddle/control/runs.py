@@ -20,7 +20,7 @@ from heddle.auth.context import AuthContext, WorkspaceInfo
 from heddle.control.errors import invalid, not_found
 from heddle.control.workspaces import workspace
 from heddle.loom import service as loom_service
-from heddle.loom.models import Message, Run, RunEvent, Thread, ToolCall
+from heddle.loom.models import Agent, Message, Run, RunEvent, Thread, ToolCall
 from heddle.loom.serializers import message_dict, thread_dict
 from heddle.money import to_credits
 from heddle.observability.models import RequestLogEntry
@@ -61,6 +61,15 @@ def _decode(cursor: str, n: int) -> list[str]:
     return parts
 
 
+def _time_and_id(cursor: str) -> tuple[dt.datetime, uuid.UUID]:
+    """A (created_at, id) cursor of a newest-first list (runs, threads)."""
+    created, row_id = _decode(cursor, 2)
+    try:
+        return dt.datetime.fromisoformat(created), uuid.UUID(row_id)
+    except ValueError:
+        raise _bad_cursor() from None
+
+
 def _bad_cursor():
     return invalid("cursor", "cursor: not a cursor returned by this API")
 
@@ -94,11 +103,7 @@ async def list_runs(session: AsyncSession, workspace_id: str, f: RunFilter) -> d
     if f.updated_after:
         query = query.where(Run.updated_at > f.updated_after)
     if f.cursor:
-        created, run_id = _decode(f.cursor, 2)
-        try:
-            created_at, last_id = dt.datetime.fromisoformat(created), uuid.UUID(run_id)
-        except ValueError:
-            raise _bad_cursor() from None
+        created_at, last_id = _time_and_id(f.cursor)
         query = query.where(or_(Run.created_at < created_at, and_(Run.created_at == created_at, Run.id < last_id)))
     rows = list(await session.scalars(query.order_by(Run.created_at.desc(), Run.id.desc()).limit(f.limit + 1)))
     cursor = None
@@ -131,7 +136,10 @@ async def run_detail(session: AsyncSession, workspace_id: str, run_id: str) -> d
     trace = await loom_service.get_trace(session, _reader(ws), str(run.id))
     requests = await session.scalars(select(RequestLogEntry).where(RequestLogEntry.run_id == run.id)
                                      .order_by(RequestLogEntry.id.desc()).limit(RUN_REQUESTS_CAP))
+    agent = await session.get(Agent, run.agent_id)
     return {"run": run_item(run), "trace": trace, "requests": [request_item(e) for e in requests],
+            # The agent by name: an operator knows "Payments helper", not agent_3kq9….
+            "agent": {"id": run.agent_id, "name": agent.name if agent else None, "version": run.agent_version},
             "state_changes": await _state_changes(session, run.id),
             "tool_attempts": await _tool_attempts(session, run.id)}
 
@@ -165,8 +173,46 @@ async def thread_detail(session: AsyncSession, workspace_id: str, thread_id: str
                                      .order_by(Message.seq).limit(THREAD_MESSAGES_CAP))
     runs = await session.scalars(select(Run).where(Run.thread_id == thread.id)
                                  .order_by(Run.created_at.desc(), Run.id.desc()))
+    agent = await session.get(Agent, thread.agent_id)
     return {"thread": thread_dict(thread), "messages": [message_dict(m) for m in messages],
-            "runs": [run_item(r) for r in runs]}
+            "runs": [run_item(r) for r in runs],
+            "agent": {"id": thread.agent_id, "name": agent.name if agent else None}}
+
+
+@dataclass
+class ThreadFilter:
+    agent: str | None = None
+    subject: str | None = None
+    limit: int = 50
+    cursor: str | None = None
+
+
+async def list_threads(session: AsyncSession, workspace_id: str, f: ThreadFilter) -> dict[str, Any]:
+    """The workspace's threads, newest first, each with its agent's name and its latest run."""
+    ws = await workspace(session, workspace_id)
+    query = select(Thread, Agent.name).join(Agent, Agent.id == Thread.agent_id).where(Thread.workspace_id == ws.id)
+    if f.agent:
+        query = query.where(Thread.agent_id == f.agent)
+    if f.subject:
+        query = query.where(Thread.subject == f.subject)
+    if f.cursor:
+        created_at, last_id = _time_and_id(f.cursor)
+        query = query.where(or_(Thread.created_at < created_at,
+                                and_(Thread.created_at == created_at, Thread.id < last_id)))
+    rows = list(await session.execute(query.order_by(Thread.created_at.desc(), Thread.id.desc()).limit(f.limit + 1)))
+    cursor = None
+    if len(rows) > f.limit:
+        rows = rows[:f.limit]
+        cursor = _encode(rows[-1][0].created_at, rows[-1][0].id)
+    latest: dict[uuid.UUID, Run] = {}
+    if rows:  # one query for the page's latest runs, not one per thread
+        runs = await session.scalars(select(Run).where(Run.thread_id.in_([t.id for t, _ in rows]))
+                                     .order_by(Run.created_at.desc(), Run.id.desc()))
+        for run in runs:
+            latest.setdefault(run.thread_id, run)
+    items = [{**thread_dict(t), "agent_name": name,
+              "latest_run": run_item(latest[t.id]) if t.id in latest else None} for t, name in rows]
+    return {"items": items, "next_cursor": cursor}
 
 
 @dataclass

@@ -15,13 +15,14 @@ from heddle.api.deps import services
 from heddle.console.auth import same_origin, set_session_cookie
 from heddle.errors import ERROR_CODES, HeddleError
 from heddle.operators import service
+from heddle.web.routes import console_stylesheet
 
 router = APIRouter(include_in_schema=False)
 
-# Nothing but this page's own inline style and a form posting to this server.
+# Nothing but the console's stylesheet (or this page's own inline style when the console is not
+# built) and a form posting to this server.
+CSP = "default-src 'none'; style-src {style}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
-                               "frame-ancestors 'none'; base-uri 'none'",
     # The token is in the URL: never sent to another site. same-origin, not no-referrer: under
     # no-referrer a browser sends `Origin: null` with the form POST, and same_origin() refuses it.
     "Referrer-Policy": "same-origin",
@@ -29,16 +30,23 @@ HEADERS = {
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
 }
+# Without a built console: a plain page that still reads well.
 _STYLE = ("body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1f2328}"
-          "button{font:inherit;padding:.6rem 1.4rem;border:0;border-radius:6px;background:#1f6feb;color:#fff;"
+          "button{font:inherit;padding:.6rem 1.4rem;border:0;border-radius:6px;background:#2b59c3;color:#fff;"
           "cursor:pointer}code{background:#f0f0f0;padding:0 .25rem}")
 
 
 def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+    """The page in the console's own look: its stylesheet, its sign-in card and brand line."""
+    sheet = console_stylesheet()
+    style = f'<link rel="stylesheet" href="{html.escape(sheet)}">' if sheet else f"<style>{_STYLE}</style>"
+    csp = CSP.format(style="'self'" if sheet else "'unsafe-inline'")
     doc = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
            f'content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">'
-           f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>{body}</body></html>")
-    return HTMLResponse(doc, status_code=status, headers=HEADERS)
+           f"<title>{html.escape(title)} · Heddle console</title>{style}</head><body>"
+           f'<main class="center"><div class="signin card"><p class="brand-line"><span class="logo" aria-hidden="true">'
+           f"</span> Heddle console</p>{body}</div></main></body></html>")
+    return HTMLResponse(doc, status_code=status, headers={**HEADERS, "Content-Security-Policy": csp})
 
 
 def _invalid() -> HTMLResponse:
@@ -56,9 +64,10 @@ async def login_page(token: str, request: Request) -> Response:
     if not usable:
         return _invalid()
     action = html.escape(f"/console/login/{token}")  # the token's alphabet is [A-Za-z0-9_-]
-    return _page("Sign in to the Heddle console", (
-        "<h1>Heddle console</h1><p>Sign in with this one-time link.</p>"
-        f'<form method="post" action="{action}"><button type="submit" id="sign-in">Sign in</button></form>'))
+    return _page("Sign in", (
+        "<h1>Sign in</h1><p>This one-time link signs you in to the console. It works once, for 15 minutes.</p>"
+        f'<form method="post" action="{action}"><button type="submit" id="sign-in" class="btn btn-primary">'
+        "Sign in</button></form>"))
 
 
 @router.post("/console/login/{token}")

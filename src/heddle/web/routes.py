@@ -8,6 +8,7 @@ year; index.html and the widget (a stable URL that integrators embed) are revali
 from __future__ import annotations
 
 import mimetypes
+import re
 from pathlib import Path
 
 from fastapi import APIRouter
@@ -36,6 +37,17 @@ NOT_BUILT = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title
 SERVER_PREFIXES = ("api/", "login/")
 
 router = APIRouter(include_in_schema=False)
+_STYLESHEET = re.compile(r'<link rel="stylesheet"[^>]*href="(/console/assets/[A-Za-z0-9_.-]+\.css)"')
+
+
+def console_stylesheet() -> str | None:
+    """The built console's stylesheet (its name carries a content hash), for the server-rendered
+    pages that should look like the console (the login link page); None when not built."""
+    try:
+        found = _STYLESHEET.search((CONSOLE / "index.html").read_text())
+    except OSError:
+        return None
+    return found.group(1) if found else None
 
 
 def _console_index() -> Response:

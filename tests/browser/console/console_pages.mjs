@@ -43,6 +43,13 @@ await main(async (browser, report) => {
   await shot(page, "console-signed-out");
 
   await page.goto(U + process.env.LOGIN_PATH);
+  // The sign-in page wears the console's stylesheet: its card, brand line and primary button.
+  report.login_look = await page.evaluate(() => ({
+    sheet: [...document.styleSheets].some((s) => (s.href || "").includes("/console/assets/")),
+    card: getComputedStyle(document.querySelector(".signin.card")).backgroundColor,
+    button: getComputedStyle(document.querySelector("#sign-in")).backgroundColor,
+    logo: document.querySelectorAll(".brand-line .logo").length,
+  }));
   await shot(page, "console-login-link");
   await page.getByRole("button", { name: /sign in/i }).click();
   await page.waitForURL(/\/console\/?$/);
@@ -89,8 +96,19 @@ await main(async (browser, report) => {
   report.live_region = await page.locator("#live").innerText();
   await shot(page, "console-runs-live");
 
+  // --- navigation: Threads and Agents are entries of their own ---
+  report.nav = await page.locator("nav.sidenav a").allInnerTexts();
+  await page.locator("nav.sidenav").getByRole("link", { name: "Threads", exact: true }).click();
+  await page.getByRole("heading", { name: "Threads" }).waitFor();
+  await page.locator(`tr[data-thread="${THREAD}"]`).waitFor();
+  report.threads = { rows: await page.locator("table[aria-label='Threads'] tbody tr").count(),
+                     row: await page.locator(`tr[data-thread="${THREAD}"]`).innerText(),
+                     current: await page.locator("nav.sidenav a[aria-current='page']").innerText() };
+  await shot(page, "console-threads");
+  await page.goto(`${U}/console/w/${WS}/runs`);
+  await page.locator(`tr[data-run="${RUN}"]`).waitFor();
+
   // --- the trace of the identify run ---
-  await page.getByRole("button", { name: "Clear" }).click();
   await page.locator(`tr[data-run="${RUN}"] a`).click();
   await page.getByRole("heading", { name: "Run trace" }).waitFor();
   await page.locator(".toolcall").first().waitFor();
@@ -104,6 +122,8 @@ await main(async (browser, report) => {
     tool_cost_text: await page.locator(".tc-head").first().innerText(),
     tokens_text: await page.locator(".stats >> text=Tokens").locator("..").innerText(),
     has_raw_json: await page.locator("details.raw summary", { hasText: "Raw JSON" }).count(),
+    agent_text: await page.locator("dl.meta >> text=Agent").locator("xpath=following-sibling::dd[1]").innerText(),
+    state_badges: await page.locator(".page-head .badge, .stats .badge").count(),
   };
   await shot(page, "console-trace");
 
@@ -125,7 +145,8 @@ await main(async (browser, report) => {
   await page.getByRole("link", { name: THREAD }).click();
   await page.getByRole("heading", { name: "Conversation" }).waitFor();
   await page.locator(".msg-assistant").first().waitFor();
-  report.thread = { user: await page.locator(".msg-user .msg-text").first().innerText(),
+  report.thread = { sub: await page.locator(".page-head p").innerText(),
+                    user: await page.locator(".msg-user .msg-text").first().innerText(),
                     assistant: await page.locator(".msg-assistant .msg-text").first().innerText() };
   await shot(page, "console-thread");
 
@@ -139,6 +160,8 @@ await main(async (browser, report) => {
   await page.getByRole("button", { name: "Grant credits" }).click();
   await page.locator("main").getByText(/Granted 25 credits/).waitFor();
   report.ledger.balance_after = await page.getByTestId("balance").innerText();
+  report.ledger.y_ticks = await page.locator("svg.chart-svg text.axis[x='56']").allTextContents();
+  report.ledger.x_labels = await page.locator("svg.chart-svg text.axis[y='210']").allTextContents();
   await shot(page, "console-ledger");
 
   // --- request log with a filter ---
@@ -154,6 +177,28 @@ await main(async (browser, report) => {
   await page.locator("table[aria-label='Requests'] tbody tr").first().waitFor();
   report.requests.statuses_4xx = await page.locator("table[aria-label='Requests'] tbody tr td:nth-child(2)").allInnerTexts();
   await shot(page, "console-requests");
+  // At 1440 px the table fits its card: the request id whole, a path on one line, the placeholder visible.
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.getByRole("button", { name: "Clear" }).click();
+  await page.waitForURL((u) => !u.search.includes("status"));
+  await page.locator("table[aria-label='Requests'] tbody tr").nth(2).waitFor();
+  report.requests.layout = await page.evaluate(() => {
+    const wrap = document.querySelector(".table-wrap"), table = wrap.querySelector("table");
+    const rows = [...table.querySelectorAll("tbody tr")];
+    const input = document.querySelector("#r-status");
+    const probe = document.createElement("span");
+    probe.style.font = getComputedStyle(input).font; probe.textContent = input.placeholder;
+    document.body.append(probe);
+    const placeholderWidth = probe.getBoundingClientRect().width; probe.remove();
+    return {
+      table_width: table.scrollWidth, wrap_width: wrap.clientWidth,
+      id_cut: rows.filter((r) => { const c = r.lastElementChild; return c.scrollWidth > c.clientWidth + 1; }).length,
+      max_row_height: Math.max(...rows.map((r) => r.getBoundingClientRect().height)),
+      placeholder_fits: placeholderWidth < input.clientWidth - 16,
+    };
+  });
+  await shot(page, "console-requests-1440");
+  await page.setViewportSize({ width: 1280, height: 860 });
 
   // --- Identify playground: a result card, then a readable error ---
   await page.getByRole("link", { name: "Identify" }).click();
@@ -175,7 +220,9 @@ await main(async (browser, report) => {
   await page.getByLabel("Retention (days)").fill("30");
   await page.getByRole("button", { name: "Save settings" }).click();
   await page.locator("main").getByText(/^Saved:/).waitFor();
-  report.settings = { saved: await page.locator(".alert-success").innerText() };
+  report.settings = { saved: await page.locator(".alert-success").innerText(),
+                      limit_hint: await page.locator("#" + (await page.getByLabel("Rate limit per key").getAttribute("aria-describedby"))).innerText(),
+                      limit_placeholder: await page.getByLabel("Rate limit per key").getAttribute("placeholder") };
   await page.getByLabel("Allowed origins").fill("https://*.example.com");
   await page.getByRole("button", { name: "Save settings" }).click();
   await page.locator(".alert-error").waitFor();
@@ -208,17 +255,30 @@ await main(async (browser, report) => {
   await shot(page, "console-keys");
 
   // --- agents: create from YAML, edit as a new version, history ---
-  await page.getByRole("link", { name: "Agents" }).click();
+  await page.locator("nav.sidenav").getByRole("link", { name: "Agents", exact: true }).click();
+  await page.getByRole("heading", { name: "Agents", level: 1 }).waitFor();
   await page.locator("table[aria-label='Agents']").waitFor();
+  report.agents_nav_current = await page.locator("nav.sidenav a[aria-current='page']").innerText();
   await shot(page, "console-agents");
-  await page.getByLabel("Agent file (YAML or JSON)").fill("name: Console agent\nmodel_class: scripted\ninstructions: First words.\ntools:\n  - builtin: identify\n");
+  // The CLI's agent (made from YAML): its file shows as YAML, its parameters in words.
+  await page.getByRole("link", { name: "Payments helper" }).click();
+  await page.getByRole("heading", { name: "Payments helper" }).waitFor();
+  report.yaml_agent = { editor: await page.getByLabel("Agent file (YAML)").inputValue(),
+                        tools: await page.locator("table[aria-label='Tools']").innerText() };
+  // A YAML file with a mistake: the error is said once.
+  await page.getByLabel("Agent file (YAML)").fill(report.yaml_agent.editor.replace("builtin: identify", "builtin: identfy"));
+  await page.getByRole("button", { name: "Save new version" }).click();
+  await page.locator(".alert-error").waitFor();
+  report.yaml_agent.error = await page.locator(".alert-error").innerText();
+  await shot(page, "console-agent-yaml");
+  await page.locator("nav.sidenav").getByRole("link", { name: "Agents", exact: true }).click();
+  await page.getByLabel("Agent file (YAML)").fill("name: Console agent\nmodel_class: scripted\ninstructions: First words.\ntools:\n  - builtin: identify\n");
   await page.getByRole("button", { name: "Create agent" }).click();
   await page.getByRole("heading", { name: "Console agent" }).waitFor();
   report.agent = { created_sub: await page.locator(".page-head p").innerText() };
-  const editor = page.getByLabel("Agent file (JSON or YAML)");
-  const def = JSON.parse(await editor.inputValue());
-  def.instructions = "Second words.";
-  await editor.fill(JSON.stringify(def, null, 2));
+  const editor = page.getByLabel("Agent file (YAML)");
+  report.agent.editor_yaml = await editor.inputValue();
+  await editor.fill((await editor.inputValue()).replace("First words.", "Second words."));
   await page.getByRole("button", { name: "Save new version" }).click();
   await page.locator("main").getByText(/Saved as version 2/).waitFor();
   report.agent.after_edit_sub = await page.locator(".page-head p").innerText();

@@ -139,10 +139,19 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     # (signed out 401, refused identifier, refused origin, bad agent file, unknown run).
     errors = report["console_errors"]
     assert not [e for e in errors if not e.startswith("console: Failed to load resource")], errors
-    assert len(errors) <= 8, errors
+    assert len(errors) <= 9, errors
     # Signed out: how to get in; the login link works once.
     assert report["signed_out_mentions_cli"]
     assert report["login_reuse_status"] == [410, 410]
+    # The sign-in page looks like the console: its stylesheet, card, brand mark and accent button.
+    look = report["login_look"]
+    assert look["sheet"] and look["logo"] == 1
+    assert look["card"] == "rgb(255, 255, 255)" and look["button"] == "rgb(43, 89, 195)", look
+    # Navigation has Threads and Agents; the threads page lists the conversation by subject and agent name.
+    assert report["nav"] == ["Runs", "Threads", "Agents", "Ledger", "Request log", "Identify", "Settings"]
+    threads = report["threads"]
+    assert threads["rows"] >= 4 and threads["current"] == "Threads"
+    assert "web:alice" in threads["row"] and "Payments helper" in threads["row"] and "closed" in threads["row"]
     # Runs: real rows, filters, and a run started elsewhere appears live (poll every 2 s).
     assert report["runs_rows"] >= 1
     assert report["filter_failed_hides_closed_run"] and report["filter_subject_empty"]
@@ -154,20 +163,31 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert trace["model_turns"] >= 1 and trace["has_raw_json"] == 1
     assert "credits" in trace["cost_text"] and "credits" in trace["tool_cost_text"]
     assert "in" in trace["tokens_text"] and "out" in trace["tokens_text"]
+    # The agent by name (and version), and the state said once.
+    assert trace["agent_text"] == "Payments helper · version 1" and trace["state_badges"] == 1
     # State changes of a run that asked and was answered, in order.
     assert report["ask_states"] == ["awaiting input", "running"], report["ask_states"]
     # A hosted tool call's two HTTP attempts: 503, then 200.
     assert report["tool_attempts"] == 2 and "503" in report["tool_attempts_text"] and "200" in report["tool_attempts_text"]
     # Conversation.
     assert "DEUTDEFF" in report["thread"]["user"] and report["thread"]["assistant"]
+    assert "with Payments helper" in report["thread"]["sub"] and "agent_" not in report["thread"]["sub"]
     # Ledger: chart and a grant that moves the balance by 25.
     ledger = report["ledger"]
     assert ledger["chart"] == 1 and ledger["rows"] >= 2
     to_num = lambda t: float(t.split()[0].replace(",", ""))  # noqa: E731
     assert to_num(ledger["balance_after"]) == pytest.approx(to_num(ledger["balance_before"]) + 25)
+    # The y-axis spans the balance's own range (about 100 to 125), not 0 to the top; the two
+    # x labels differ even though every entry is seconds apart.
+    ticks = [float(t.replace(",", "")) for t in ledger["y_ticks"]]
+    assert ticks[0] >= 50 and ticks[-1] <= 150 and len(ticks) >= 3, ticks
+    assert len(ledger["x_labels"]) == 2 and ledger["x_labels"][0] != ledger["x_labels"][1], ledger["x_labels"]
     # Request log filtered to client errors.
     assert report["requests"]["all"] >= 3
     assert report["requests"]["statuses_4xx"] and all(st == "400" for st in report["requests"]["statuses_4xx"])
+    layout = report["requests"]["layout"]  # at 1440 px
+    assert layout["table_width"] <= layout["wrap_width"] and layout["id_cut"] == 0, layout
+    assert layout["max_row_height"] < 50 and layout["placeholder_fits"], layout
     # Identify: a result card, and a refused identifier in words.
     assert "Deutsche Bank" in report["identify"]["card"] and "identified" in report["identify"]["card"]
     assert "not valid" in report["identify"]["error"] and "invalid_identifier" in report["identify"]["error"]
@@ -175,13 +195,24 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert report["settings"]["origins_after_reload"] == "https://app.example.com"
     assert report["settings"]["retention_after_reload"] == "30"
     assert "Not saved" in report["settings"]["refused"]
+    # A rate limit on the server's default says which rule that is (the test server's is "off").
+    assert report["settings"]["limit_hint"].startswith("In force: no limit (the server's default)")
+    assert report["settings"]["limit_placeholder"] == "off"
     # Keys: the secret shown once, working, gone after a reload, dead after revoking.
     keys = report["keys"]
     assert keys["secret_prefix"] == "sk_live_" and keys["copy_button"] == 1 and keys["new_key_status"] == 200
     assert keys["secret_after_reload"] == 0 and not keys["secret_in_page"]
     assert keys["revoked_key_status"] == 401
     # Agents: created at version 1, edited into version 2, history kept; bad files refused in words.
+    # The CLI's agent, made from YAML, is edited as YAML; its parameter types in words; a YAML
+    # mistake is said once.
+    yaml_agent = report["yaml_agent"]
+    assert yaml_agent["editor"].startswith("name: Payments helper\nmodel_class: scripted\n") and "{" not in yaml_agent["editor"]
+    assert "amount number, required" in yaml_agent["tools"] and '"type"' not in yaml_agent["tools"]
+    assert yaml_agent["error"].count("tools.0.builtin") == 1 and "In agent.yaml:" in yaml_agent["error"], yaml_agent["error"]
+    assert report["agents_nav_current"] == "Agents"
     agent = report["agent"]
+    assert agent["editor_yaml"].startswith("name: Console agent\n")
     assert "version 1" in agent["created_sub"] and "version 2" in agent["after_edit_sub"]
     assert agent["versions"] == 2 and agent["instructions"] == "Second words."
     assert "First words." in agent["v1"]

@@ -20,9 +20,9 @@ await main(async (browser, report) => {
   await console_.getByRole("heading", { name: "Workspaces" }).waitFor();
   report.cookie = (await ops.cookies()).filter((c) => c.name === "heddle_console")
     .map((c) => ({ httpOnly: c.httpOnly, secure: c.secure, sameSite: c.sameSite, path: c.path }))[0];
-  await console_.goto(`${U}/console/w/${WS}/settings/agents`);
+  await console_.goto(`${U}/console/w/${WS}/agents`);
   await console_.locator("table[aria-label='Agents']").waitFor();
-  await console_.getByLabel("Agent file (YAML or JSON)").fill(process.env.AGENT_YAML);
+  await console_.getByLabel("Agent file (YAML)").fill(process.env.AGENT_YAML);
   await console_.getByRole("button", { name: "Create agent" }).click();
   await console_.getByRole("heading", { name: "Support desk" }).waitFor();
   const agentId = console_.url().match(/agents\/(agent_[a-z0-9]+)/)[1];
@@ -67,6 +67,12 @@ await main(async (browser, report) => {
   report.tool_reply = done.content;
   await page.waitForFunction(() => window.chat.run.terminal);
   report.tool_run = await page.evaluate(() => ({ id: window.chat.run.id, state: window.chat.run.state }));
+  // The reply with the tool's result is in view at the end of the log (its fields are taller
+  // than the streamed text they replace).
+  report.reply_in_view = await page.$eval(`#chat .hc-assistant[data-id="${done.id}"]`, (el) => {
+    const log = el.closest(".hc-log"), r = el.getBoundingClientRect(), l = log.getBoundingClientRect();
+    return r.bottom <= l.bottom + 1 && r.top >= l.top - 1;
+  });
   await shot(page, "journey-6-widget-done");
 
   // --- the operator finds that run: the runs list, then its trace ---

@@ -64,6 +64,7 @@ def test_operator_creates_an_agent_a_customer_uses_it_in_the_widget_and_the_trac
         assert report["stream"]["deltas"] > 1 and report["stream"]["before_final"]
         assert report["answer"] == "You said: Ada"
         assert "250" in report["card"] and "send_transfer" in report["tool_reply"]
+        assert report["reply_in_view"]
         assert report["tool_run"]["state"] == "closed"
         # What the console showed is what the API holds: the approved call, and a real cost.
         assert report["trace"]["tool_call"] and report["trace"]["approved"]

@@ -64,7 +64,8 @@ def test_question_is_answered_by_the_next_message_and_stop_cancels(run_browser, 
 def test_tool_behind_approve_when(run_browser, site, decision):
     r = run(run_browser, site, "approval.mjs", decision.lower(), DECISION=decision)
     assert r["card_heading"] == "Approve “send transfer”?"
-    assert r["card_fields"] == ["250", "Ada", "high"]
+    # The arguments, and the tool's high risk in the person's words (never "risk high").
+    assert r["card_fields"] == ["250", "Ada", "This has a large effect: check the details before you approve."]
     pending = r["pending"]
     assert pending["type"] == "approval" and pending["tool_calls"][0]["approval"]["why"] == "amount 250 is above 100"
     assert r["focused"] == r["card_heading"]  # the focus moved to the card
@@ -77,10 +78,34 @@ def test_tool_behind_approve_when(run_browser, site, decision):
     assert r["focus_after"] == "hc-input"
     if decision == "Approve":
         assert r["card_result"] == "Approved."
-        assert '"patch_ref": "tr_' in r["reply"]  # the tool host made the transfer
+        assert '"patch_ref": "tr_' in r["reply"]  # the tool host made the transfer (the reply's text)
     else:
         assert r["card_result"] == "Denied."
         assert '"declined": true' in r["reply"] and "patch_ref" not in r["reply"]
+
+
+def test_phone_width_readable_results_and_cards_rebuilt_after_reload(run_browser, site):
+    r = run(run_browser, site, "restore.mjs", "restore")
+    # 390 px: the placeholder wraps inside its box instead of being cut.
+    p = r["placeholder"]
+    assert p["text"] == "Ask about your balance or a transfer…" and p["needed"] <= p["shown"], p
+    # The waiting card and the composer are on screen, not below the fold.
+    card, composer = r["card_box"], r["composer_box"]
+    assert 0 <= card["top"] and card["bottom"] <= card["vh"], card
+    assert composer["bottom"] <= composer["vh"], composer
+    assert r["card_fields"] == ["Amount", "To", "Please note"] and "risk" not in " ".join(r["card_values"]).lower()
+    # The tool's result reads as fields, not as JSON.
+    reply = r["approved_reply"]
+    assert "Patch ref" in reply["fields"] and "{" not in reply["text"] and '"' not in reply["text"], reply
+    assert "{" not in r["denied_reply"] and "Declined" in r["denied_reply"], r["denied_reply"]
+    assert "null" not in reply["text"] and "null" not in r["denied_reply"]
+    # Before and after a reload: the approved and the denied card, each after its request.
+    expected = [("Approve “send transfer”?", "Approved.", 'call: send_transfer {"amount": 250, "to": "Ada"}'),
+                ("Approve “send transfer”?", "Denied.", 'call: send_transfer {"amount": 300, "to": "Bob"}')]
+    assert [(c["heading"], c["result"], c["after"]) for c in r["cards_before"]] == expected
+    assert [(c["heading"], c["result"], c["after"]) for c in r["cards_after"]] == expected
+    assert all(c["restored"] for c in r["cards_after"])
+    assert r["replies_after"] == 2  # the results still read as fields after the reload
 
 
 def test_confirm_tool_outcome_card(run_browser, site):

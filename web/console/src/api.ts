@@ -85,9 +85,10 @@ export function describe(err: unknown): { title: string; detail: string; fields:
   const fields: string[] = [];
   if (Array.isArray(err.details)) {
     for (const d of err.details as FieldDetail[]) {
-      if (d && typeof d === "object" && d.message) {
-        fields.push(d.field && !d.message.startsWith(d.field) ? `${d.field}: ${d.message}` : d.message);
-      }
+      // A detail that only repeats the message (an agent file's error names its own place,
+      // "agent.yaml: tools.0.builtin: …") is not said twice.
+      if (!d || typeof d !== "object" || !d.message || d.message === err.message || detail.endsWith(d.message)) continue;
+      fields.push(d.field && !d.message.startsWith(d.field) ? `${d.field}: ${d.message}` : d.message);
     }
   } else if (err.details && typeof err.details === "object") {
     for (const [k, v] of Object.entries(err.details as Record<string, unknown>)) {
@@ -97,5 +98,10 @@ export function describe(err: unknown): { title: string; detail: string; fields:
   }
   // The server's message often repeats its one field error: say it once.
   const shown = fields.filter((f) => f !== detail && f !== title && !detail.endsWith(f));
+  // An agent file's problems come as one line ("agent.yaml: a; b"): one list item each.
+  const file = detail.match(/^([\w.-]+\.(?:ya?ml|json)): (.+)$/s);
+  if (file && shown.length === 0) {
+    return { title, detail: `In ${file[1]}:`, fields: file[2].split("; "), code: err.code, requestId: err.requestId };
+  }
   return { title, detail, fields: shown, code: err.code, requestId: err.requestId };
 }

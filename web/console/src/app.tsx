@@ -14,6 +14,8 @@ import { Requests } from "./pages/requests";
 import { Identify } from "./pages/identify";
 import { Settings } from "./pages/settings";
 import { AgentPage } from "./pages/agent";
+import { AgentsPage } from "./pages/settings_agents";
+import { Threads } from "./pages/threads";
 
 export interface Me { id: string; email: string; csrf_token: string }
 interface Workspace { id: string; name: string; balance_credits: number }
@@ -45,7 +47,8 @@ export function App() {
 }
 
 const NAV = [
-  ["runs", "Runs"], ["ledger", "Ledger"], ["requests", "Request log"], ["identify", "Identify"], ["settings", "Settings"],
+  ["runs", "Runs"], ["threads", "Threads"], ["agents", "Agents"], ["ledger", "Ledger"], ["requests", "Request log"],
+  ["identify", "Identify"], ["settings", "Settings"],
 ] as const;
 
 function Shell({ me }: { me: Me }) {
@@ -80,8 +83,7 @@ function Shell({ me }: { me: Me }) {
             <ul>
               {NAV.map(([slug, label]) => {
                 const href = `/w/${ws}/${slug}`;
-                const active = path.startsWith(href) || (slug === "runs" && path.startsWith(`/w/${ws}/threads`))
-                  || (slug === "settings" && path.startsWith(`/w/${ws}/agents`));
+                const active = path === href || path.startsWith(`${href}/`);
                 return <li key={slug}><Link href={href} aria-current={active ? "page" : undefined} class={active ? "active" : ""}>{label}</Link></li>;
               })}
             </ul>
@@ -117,11 +119,14 @@ function Page({ path }: { path: string }): ComponentChildren {
   if ((m = match("/w/:ws", path))) { navigate(`/w/${m.ws}/runs`, true); return null; }
   if ((m = match("/w/:ws/runs", path))) return <Runs ws={m.ws} />;
   if ((m = match("/w/:ws/runs/:run", path))) return <RunTrace ws={m.ws} run={m.run} />;
+  if ((m = match("/w/:ws/threads", path))) return <Threads ws={m.ws} />;
   if ((m = match("/w/:ws/threads/:thread", path))) return <Thread ws={m.ws} thread={m.thread} />;
+  if ((m = match("/w/:ws/agents", path))) return <AgentsPage ws={m.ws} />;
   if ((m = match("/w/:ws/ledger", path))) return <Ledger ws={m.ws} />;
   if ((m = match("/w/:ws/requests", path))) return <Requests ws={m.ws} />;
   if ((m = match("/w/:ws/identify", path))) return <Identify ws={m.ws} />;
   if ((m = match("/w/:ws/settings", path))) return <Settings ws={m.ws} tab="general" />;
+  if ((m = match("/w/:ws/settings/agents", path))) { navigate(`/w/${m.ws}/agents`, true); return null; }
   if ((m = match("/w/:ws/settings/:tab", path))) return <Settings ws={m.ws} tab={m.tab} />;
   if ((m = match("/w/:ws/agents/:agent", path))) return <AgentPage ws={m.ws} agent={m.agent} />;
   return (

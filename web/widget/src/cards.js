@@ -2,12 +2,39 @@
 // (`pending.type = "approval"`), or confirm whether a started action went through
 // (`awaiting_outcome`, the outcome a direct-mode caller may post).
 
+// After a reload the cards of answered calls are rebuilt from the runs' traces (the thread's own
+// state over the API): only the latest RESTORE_RUNS runs, one request each, so that opening a
+// long conversation stays within the per-subject rate limit (opening costs at most 6 other
+// requests; the default limit is 10 per second).
+import { label } from "./text.js";
+
 const pretty = (name) => String(name || "action").replace(/_/g, " ");
+const RESTORE_RUNS = 4;
+const enc = encodeURIComponent;
+
+// The tool's risk, in the person's words (the agent file's `risk` is an operator's term).
+const CARE = {
+  high: "This has a large effect: check the details before you approve.",
+  medium: "Check the details before you approve.",
+};
 
 function fields(call) {
-  const out = Object.entries(call.args || {}).map(([k, v]) => [pretty(k), typeof v === "string" ? v : JSON.stringify(v)]);
-  if (call.risk) out.push(["risk", call.risk]);
+  const out = Object.entries(call.args || {}).map(([k, v]) => [label(k), typeof v === "string" ? v : JSON.stringify(v)]);
+  if (CARE[call.risk]) out.push(["Please note", CARE[call.risk]]);
   return out;
+}
+
+// What was chosen on a card, from a tool call as the trace has it.
+function approvalResult(call) {
+  const a = call.approval || {};
+  if (a.approved) return "Approved.";
+  if (call.result && call.result.message_id) return "Declined: you sent a message instead.";
+  if (a.reason === "the run was cancelled") return "Declined: the reply was stopped.";
+  return "Denied.";
+}
+
+function outcomeResult(call) {
+  return call.outcome.state === "occurred" ? "Confirmed: it went through." : "Marked as failed.";
 }
 
 export class Cards {
@@ -38,7 +65,41 @@ export class Cards {
     }
     // Move focus to a new card only when the person is already in the widget (never steal it
     // from the page); the heading is focused, so nothing is approved by a stray Enter.
-    if (first && this.chat.view.hasFocus()) first.card.title.focus();
+    if (first && this.chat.view.hasFocus()) {
+      first.card.title.focus({ preventScroll: true });
+      this.chat.view.reveal(first.card.el);
+    }
+  }
+
+  /** Rebuild the answered cards of the latest runs (after a reload), each after the message
+   * that started its run; a card still waiting is the live one sync() shows. */
+  async restore() {
+    const { chat } = this;
+    const runs = [];
+    for (const el of chat.view.log.querySelectorAll(".hc-user[data-run]")) {
+      if (el.dataset.run && !runs.some((r) => r.id === el.dataset.run)) runs.push({ id: el.dataset.run, el });
+    }
+    for (const run of runs.slice(-RESTORE_RUNS)) {
+      let trace;
+      try {
+        trace = await chat.api.get(`/v1/loom/runs/${enc(run.id)}/trace`);
+      } catch (err) {
+        if (err.kind === "network" || err.kind === "token") throw err;
+        continue; // an erased or unreadable run: its cards are not rebuilt, the chat goes on
+      }
+      let after = run.el;
+      for (const call of (trace.turns || []).flatMap((t) => t.tool_calls || [])) {
+        if (this.open.has(call.id)) continue;
+        const answered = call.approval && "approved" in call.approval;
+        if (!answered && !(call.interaction === "confirm" && call.outcome)) continue;
+        const card = answered
+          ? chat.view.card({ heading: `Approve “${pretty(call.name)}”?`, fields: fields(call), actions: [], after })
+          : chat.view.card({ heading: `Did “${pretty(call.name)}” go through?`, fields: fields(call), actions: [], after });
+        card.done(answered ? approvalResult(call) : outcomeResult(call));
+        card.el.dataset.restored = "true";
+        after = card.el;
+      }
+    }
   }
 
   /** A message sent while calls await approval declines them (Heddle's rule): say so on the cards. */

@@ -75,6 +75,7 @@ export class Chat {
       if (!this.realtime) await this.startRealtime();
       await this.loadMessages();
       await this.refreshRun({ initial: true });
+      await this.cards.restore();
       if (this.messages.size === 0 && !this.emptyNote) this.emptyNote = this.view.notice("No messages yet. Say hello to start.");
       this.view.setHistoryLoading(false);
       this.view.scrollToEnd();
@@ -253,12 +254,13 @@ export class Chat {
       el = mine.el;
       el.classList.remove("hc-pending", "hc-failed");
       el.dataset.id = message.id;
+      el.dataset.run = message.run_id || "";
     } else if (stream) {
       this.streams.delete(message.id);
       el = stream.el;
       this.view.finish(el, message.content);
     } else {
-      el = this.view.message(message.role, message.content, { id: message.id });
+      el = this.view.message(message.role, message.content, { id: message.id, run: message.run_id });
     }
     this.messages.set(message.id, el);
     this.emit("message", message);
@@ -268,7 +270,7 @@ export class Chat {
     if (this.messages.has(delta.message_id)) return;
     let stream = this.streams.get(delta.message_id);
     if (!stream) {
-      stream = { pieces: [], runId: delta.run_id, el: this.view.message("assistant", "", { id: delta.message_id, streaming: true }) };
+      stream = { pieces: [], runId: delta.run_id, el: this.view.message("assistant", "", { id: delta.message_id, streaming: true, run: delta.run_id }) };
       this.streams.set(delta.message_id, stream);
       this.view.typing.hidden = true;
     }

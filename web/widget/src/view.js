@@ -2,6 +2,7 @@
 // cannot break the page); CSS custom properties (--heddle-chat-*) still inherit through it, which
 // is how a page themes it. No innerHTML anywhere: every text goes in as text.
 import css from "./styles.css";
+import { renderText } from "./text.js";
 
 let counter = 0;
 const uid = (prefix) => `${prefix}-${++counter}`;
@@ -75,9 +76,18 @@ export class View {
     this.root.append(this.container);
     this.dismissButton.addEventListener("click", () => this.clearError());
     this.input.addEventListener("input", () => this.autosize());
+    // The box's width changes with the page (a phone turned, a sidebar opened): refit it.
+    if (typeof ResizeObserver === "function") {
+      let width = 0;
+      this.resizer = new ResizeObserver(([entry]) => {
+        if (Math.round(entry.contentRect.width) !== width) { width = Math.round(entry.contentRect.width); this.autosize(); }
+      });
+      this.resizer.observe(this.input);
+    }
   }
 
   destroy() {
+    if (this.resizer) this.resizer.disconnect();
     this.root.replaceChildren();
   }
 
@@ -87,8 +97,23 @@ export class View {
   }
 
   autosize() {
-    this.input.style.height = "auto";
-    this.input.style.height = `${Math.min(this.input.scrollHeight, 160)}px`;
+    // An empty box is as tall as its placeholder needs: on a narrow screen it wraps, never cut.
+    const { input } = this;
+    const empty = !input.value;
+    if (empty) input.value = input.placeholder;
+    input.style.height = "auto";
+    input.style.height = `${Math.min(input.scrollHeight + 2, 160)}px`;
+    if (empty) input.value = "";
+  }
+
+  /** Bring a card into view: in the log, and on the page, with the composer under it (on a
+   * phone the widget often starts below the fold). Called only while the person is in the widget. */
+  reveal(el) {
+    el.scrollIntoView({ block: "nearest" });
+    const box = this.container.getBoundingClientRect();
+    if (box.height <= window.innerHeight && (box.bottom > window.innerHeight || box.top < 0)) {
+      this.container.scrollIntoView({ block: "end" });
+    }
   }
 
   scrollToEnd() {
@@ -107,7 +132,7 @@ export class View {
 
   /** A message bubble; `streaming` bubbles show the text as it arrives, hidden from screen
    * readers until the whole message replaces it (one announcement, not one per word). */
-  message(role, text, { id, pending, streaming } = {}) {
+  message(role, text, { id, pending, streaming, run } = {}) {
     const who = role === "user" ? "You" : "Assistant";
     const body = h("div", { class: "hc-text" });
     const el = h("div", { class: `hc-msg hc-${role === "user" ? "user" : "assistant"}`, "data-id": id, part: `message ${role}` },
@@ -116,8 +141,11 @@ export class View {
       el.classList.add("hc-streaming");
       body.setAttribute("aria-hidden", "true");
     }
-    body.textContent = text;
+    // A streaming bubble shows raw text until it is whole; a finished assistant reply is rendered.
+    if (role === "user" || streaming) body.textContent = text;
+    else renderText(body, text);
     if (pending) el.classList.add("hc-pending");
+    el.dataset.run = run || "";
     this.append(el);
     return el;
   }
@@ -125,9 +153,12 @@ export class View {
   /** The final text of a streamed bubble: a new node, so the log announces it once. */
   finish(el, text) {
     el.classList.remove("hc-streaming");
+    const atEnd = this.nearEnd(); // the rendered reply may be taller (a result's fields): keep its end in view
     const old = el.querySelector(".hc-text");
-    const body = h("div", { class: "hc-text", text });
+    const body = h("div", { class: "hc-text" });
+    renderText(body, text);
     old.replaceWith(body);
+    if (atEnd) this.scrollToEnd();
   }
 
   notice(text, kind = "info") {
@@ -143,7 +174,7 @@ export class View {
   }
 
   /** A card asking the person to decide (approve a tool call, confirm an outcome). */
-  card({ heading, text, fields, actions }) {
+  card({ heading, text, fields, actions, after }) {
     const headingId = uid("hc-card");
     const title = h("h3", { id: headingId, class: "hc-card-title", tabindex: "-1", text: heading });
     const list = fields && fields.length
@@ -157,7 +188,8 @@ export class View {
     const el = h("div", { class: "hc-card", role: "group", "aria-labelledby": headingId, part: "card" },
       title, text ? h("p", { class: "hc-card-text", text }) : null, list, row);
     actions.forEach((a, i) => buttons[i].addEventListener("click", () => a.onClick(buttons[i])));
-    this.append(el);
+    if (after) after.after(el); // a card rebuilt from history goes back where it was
+    else this.append(el);
     return {
       el, title, buttons,
       busy(on) {

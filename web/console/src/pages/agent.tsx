@@ -1,16 +1,58 @@
 // One agent: its definition, editing it as a new version, and its version history.
+import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { Card, ErrorBox, Loading, Notice, PageHead, RawJson, useAction, useApi } from "../components";
 import { when } from "../format";
 import { Link } from "../router";
 import { AgentEditor, agentBody } from "./agent_editor";
-import { KeyValues } from "./run_trace";
 
 type Obj = Record<string, any>;
 
+// The agent file as YAML (the server renders it: the console carries no YAML library), so an
+// agent written in YAML is edited in YAML.
 function definition(a: Obj): string {
-  return JSON.stringify({ name: a.name, model_class: a.model_class, instructions: a.instructions, tools: a.tools || [] }, null, 2);
+  return a.yaml || "";
+}
+
+// A JSON Schema type in words: "number", "list of string", "one of a, b".
+function typeOf(schema: Obj): string {
+  if (!schema || typeof schema !== "object") return "any";
+  if (Array.isArray(schema.enum)) return `one of ${schema.enum.map(String).join(", ")}`;
+  if (schema.type === "array") return `list of ${typeOf(schema.items || {})}`;
+  if (Array.isArray(schema.type)) return schema.type.join(" or ");
+  return schema.type || "any";
+}
+
+function Parameters({ schema }: { schema: Obj | undefined }) {
+  const props: [string, Obj][] = Object.entries(schema?.properties || {});
+  if (props.length === 0) return <span class="muted">none</span>;
+  const required = new Set<string>(schema?.required || []);
+  return (
+    <ul class="params">
+      {props.map(([name, p]) => (
+        <li key={name}><span class="mono">{name}</span> <span class="muted">{typeOf(p)}{required.has(name) ? ", required" : ", optional"}</span>
+          {p.description && <span class="small"> — {p.description}</span>}</li>
+      ))}
+    </ul>
+  );
+}
+
+const WORDS: Record<string, Record<string, string>> = {
+  interaction: { auto: "runs by itself", approve: "asks the person first", confirm: "the person confirms the outcome" },
+  reliability: { idempotent: "safe to retry", non_idempotent: "never retried" },
+};
+
+function ToolDetails({ tool }: { tool: Obj }) {
+  if (tool.builtin) return <span class="muted">Built into Heddle.</span>;
+  const rows: [string, ComponentChildren][] = [];
+  if (tool.description) rows.push(["Does", tool.description]);
+  rows.push(["Parameters", <Parameters schema={tool.parameters} />]);
+  if (tool.path) rows.push(["Calls", <span class="mono">{tool.connection ? `${tool.connection} ` : ""}{tool.path}</span>]);
+  if (tool.risk) rows.push(["Risk", tool.risk]);
+  for (const k of ["interaction", "reliability"]) if (tool[k]) rows.push([k[0].toUpperCase() + k.slice(1), WORDS[k][tool[k]] || tool[k]]);
+  if (tool.approve_when) rows.push(["Asks when", <span class="mono">{typeof tool.approve_when === "string" ? tool.approve_when : JSON.stringify(tool.approve_when)}</span>]);
+  return <dl class="kv">{rows.map(([k, v]) => <div key={k}><dt>{k}</dt><dd>{v}</dd></div>)}</dl>;
 }
 
 export function AgentPage({ ws, agent }: { ws: string; agent: string }) {
@@ -35,7 +77,7 @@ export function AgentPage({ ws, agent }: { ws: string; agent: string }) {
 
   if (!data) return (
     <div>
-      <p class="crumbs"><Link href={`/w/${ws}/settings/agents`}>Agents</Link> <span aria-hidden="true">/</span> <span class="mono">{agent}</span></p>
+      <p class="crumbs"><Link href={`/w/${ws}/agents`}>Agents</Link> <span aria-hidden="true">/</span> <span class="mono">{agent}</span></p>
       <PageHead title="Agent" sub={<span class="mono">{agent}</span>} />
       {loading && <Loading what="Loading the agent" />}<ErrorBox error={error} />
     </div>
@@ -43,7 +85,7 @@ export function AgentPage({ ws, agent }: { ws: string; agent: string }) {
   const versions: Obj[] = [...(data.versions || [])].sort((a, b) => b.version - a.version);
   return (
     <div>
-      <p class="crumbs"><Link href={`/w/${ws}/settings/agents`}>Agents</Link> <span aria-hidden="true">/</span> {data.name}</p>
+      <p class="crumbs"><Link href={`/w/${ws}/agents`}>Agents</Link> <span aria-hidden="true">/</span> {data.name}</p>
       <PageHead title={data.name} sub={<><span class="mono">{data.id}</span> · version {data.version ?? "—"} · {data.model_class}</>}
         actions={<Link class="btn" href={`/w/${ws}/runs?agent=${encodeURIComponent(data.id)}`}>See its runs</Link>} />
       <div class="two-col two-col-wide">
@@ -57,14 +99,14 @@ export function AgentPage({ ws, agent }: { ws: string; agent: string }) {
                 <thead><tr><th scope="col">Tool</th><th scope="col">Kind</th><th scope="col">Details</th></tr></thead>
                 <tbody>{data.tools.map((t: Obj, i: number) => (
                   <tr key={i}><td class="mono">{t.name || t.builtin}</td><td>{t.builtin ? "built-in" : "hosted"}</td>
-                    <td><KeyValues value={Object.fromEntries(Object.entries(t).filter(([k]) => k !== "name" && k !== "builtin"))} /></td></tr>))}
+                    <td><ToolDetails tool={t} /></td></tr>))}
                 </tbody>
               </table>
             )}
           </Card>
           <Card title="Edit (saves a new version)">
             <form onSubmit={(e) => { e.preventDefault(); save.run(); }}>
-              <AgentEditor value={text} onInput={setText} parseError={parseError} label="Agent file (JSON or YAML)" />
+              <AgentEditor value={text} onInput={setText} parseError={parseError} label="Agent file (YAML)" />
               <div class="form-actions">
                 <button class="btn btn-primary" disabled={save.busy}>{save.busy ? "Saving…" : "Save new version"}</button>
                 <button type="button" class="btn btn-ghost" onClick={() => { setText(definition(data)); setParseError(null); }}>Reset</button>

@@ -35,7 +35,7 @@ export function AgentEditor({ value, onInput, parseError, label }: { value: stri
       <label for="agent-file">{label}</label>
       <textarea id="agent-file" class="mono editor" rows={16} spellcheck={false} value={value}
                 aria-describedby="agent-file-hint" onInput={(e) => onInput(e.currentTarget.value)} onKeyDown={onKeyDown} />
-      <p class="hint" id="agent-file-hint">The agent file: name, model_class, instructions, tools. Tab indents; press Escape, then Tab, to leave the editor.</p>
+      <p class="hint" id="agent-file-hint">The agent file in YAML (JSON works too): name, model_class, instructions, tools. Tab indents; press Escape, then Tab, to leave the editor.</p>
       {parseError && <p class="field-error" role="alert">{parseError}</p>}
     </div>
   );

@@ -36,7 +36,7 @@ export function Requests({ ws }: { ws: string }) {
         <div class="field">
           <label for="r-status">Status code</label>
           <input id="r-status" type="number" min="100" max="599" inputMode="numeric" list="r-status-codes" placeholder="e.g. 402"
-                 class="short-input" value={statusDraft} onInput={(e) => setStatusDraft(e.currentTarget.value)}
+                 class="status-input" value={statusDraft} onInput={(e) => setStatusDraft(e.currentTarget.value)}
                  onBlur={() => statusDraft !== f.status && set({ status: statusDraft })} />
           <datalist id="r-status-codes">
             {["200", "201", "202", "400", "401", "402", "403", "404", "409", "413", "429", "500", "503"].map((c) => <option key={c} value={c} />)}
@@ -62,20 +62,19 @@ export function Requests({ ws }: { ws: string }) {
       {rows && rows.length > 0 && (
         <div class="table-wrap">
           <table class="table" aria-label="Requests">
-            <thead><tr><th scope="col">When</th><th scope="col">Status</th><th scope="col">Method</th><th scope="col">Path</th>
-              <th scope="col" class="num">Latency</th><th scope="col">Auth</th><th scope="col">Key</th><th scope="col">Run</th><th scope="col">Request id</th></tr></thead>
+            <thead><tr><th scope="col">When</th><th scope="col">Status</th><th scope="col">Request</th>
+              <th scope="col" class="num">Latency</th><th scope="col">Caller</th><th scope="col">Run</th><th scope="col">Request id</th></tr></thead>
             <tbody>
               {rows.map((r, i) => (
                 <tr key={r.id ?? r.request_id ?? i}>
                   <td>{when(r.created_at)}</td>
                   <td><StatusCode status={r.status} /></td>
-                  <td class="mono small">{r.method}</td>
-                  <td class="mono small">{r.path}</td>
-                  <td class="num">{Math.round(r.latency_ms ?? 0)} ms</td>
-                  <td class="small">{r.auth_mode || "—"}</td>
-                  <td class="mono small">{r.key_id || "—"}</td>
+                  {/* One line per request: a long path is cut with an ellipsis, whole in its tooltip. */}
+                  <td class="mono small req-path" title={`${r.method} ${r.path}`}><span class="req-method">{r.method}</span> {r.path}</td>
+                  <td class="num nowrap">{Math.round(r.latency_ms ?? 0)} ms</td>
+                  <td class="small nowrap">{r.auth_mode || "—"}{r.key_id && <span class="mono muted" title={r.key_id}> {short(r.key_id, 12)}</span>}</td>
                   <td>{r.run_id ? <Link href={`/w/${ws}/runs/${r.run_id}`} class="mono small">{short(r.run_id)}</Link> : "—"}</td>
-                  <td class="mono small muted">{r.request_id}</td>
+                  <td class="mono small muted nowrap">{r.request_id}</td>
                 </tr>
               ))}
             </tbody>

@@ -51,7 +51,7 @@ export function RunTrace({ ws, run: runId }: { ws: string; run: string }) {
     <div>
       <p class="crumbs"><Link href={`/w/${ws}/runs`}>Runs</Link> <span aria-hidden="true">/</span> <span class="mono">{short(t.id, 13)}</span></p>
       <PageHead title="Run trace" sub={<span class="mono">{t.id}</span>}
-        actions={<><Badge value={t.state} />{live && <span class="small muted">Refreshing while it runs</span>}</>} />
+        actions={live && <span class="small muted">Refreshing while it runs</span>} />
       <ErrorBox error={error} />
       <dl class="stats" aria-label="Run summary">
         <div><dt>State</dt><dd><Badge value={t.state} /></dd></div>
@@ -62,7 +62,8 @@ export function RunTrace({ ws, run: runId }: { ws: string; run: string }) {
         <div><dt>Duration</dt><dd>{duration(t.opened_at || t.created_at, t.closed_at)}</dd></div>
       </dl>
       <dl class="meta">
-        {t.agent_id && <><dt>Agent</dt><dd><Link href={`/w/${ws}/agents/${t.agent_id}`} class="mono">{t.agent_id}</Link>{t.agent_version ? ` v${t.agent_version}` : ""}</dd></>}
+        {t.agent_id && <><dt>Agent</dt><dd><Link href={`/w/${ws}/agents/${t.agent_id}`}>{data.agent?.name || t.agent_id}</Link>
+          {t.agent_version ? ` · version ${t.agent_version}` : ""}</dd></>}
         {t.subject && <><dt>Subject</dt><dd class="mono">{t.subject}</dd></>}
         <dt>Thread</dt><dd><Link href={`/w/${ws}/threads/${t.thread_id}`} class="mono">{t.thread_id}</Link> (conversation)</dd>
         {t.connection && <><dt>Connection</dt><dd>{t.connection.name} <span class="mono muted small">{t.connection.id}</span></dd></>}

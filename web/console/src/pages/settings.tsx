@@ -1,16 +1,15 @@
 // Workspace settings, in tabs: general (auth, origins, realtime, limits, retention, webhooks),
-// API keys, agents, connections and webhook deliveries.
+// API keys, connections and webhook deliveries (agents have their own page in the navigation).
 import { Card, ErrorBox, Loading, PageHead, useApi } from "../components";
 import { credits } from "../format";
 import { Link } from "../router";
 import { General } from "./settings_general";
 import { Keys } from "./settings_keys";
-import { Agents } from "./settings_agents";
 import { Connections } from "./settings_connections";
 import { Webhooks } from "./settings_webhooks";
 
 type Obj = Record<string, any>;
-const TABS = [["general", "General"], ["keys", "API keys"], ["agents", "Agents"], ["connections", "Connections"], ["webhooks", "Webhooks"]] as const;
+const TABS = [["general", "General"], ["keys", "API keys"], ["connections", "Connections"], ["webhooks", "Webhooks"]] as const;
 
 export function Settings({ ws, tab }: { ws: string; tab: string }) {
   const detail = useApi<Obj>(`/workspaces/${ws}`);
@@ -28,7 +27,6 @@ export function Settings({ ws, tab }: { ws: string; tab: string }) {
       {!known && <Card><p>No settings section “{tab}”.</p></Card>}
       {tab === "general" && (detail.data ? <General ws={ws} settings={detail.data} onSaved={(d) => detail.setData({ ...detail.data, ...d })} /> : detail.loading && <Loading />)}
       {tab === "keys" && <Keys ws={ws} />}
-      {tab === "agents" && <Agents ws={ws} />}
       {tab === "connections" && <Connections ws={ws} />}
       {tab === "webhooks" && <Webhooks ws={ws} />}
     </div>

@@ -1,7 +1,7 @@
 // Agents: the list, and creating one from an agent file (YAML or JSON).
 import { useState } from "preact/hooks";
 import { api } from "../api";
-import { Card, Empty, ErrorBox, Loading, useAction, useApi } from "../components";
+import { Card, Empty, ErrorBox, Loading, PageHead, useAction, useApi } from "../components";
 import { when } from "../format";
 import { Link, navigate } from "../router";
 import { AgentEditor, agentBody } from "./agent_editor";
@@ -16,6 +16,15 @@ tools:
   - builtin: identify
 `;
 
+export function AgentsPage({ ws }: { ws: string }) {
+  return (
+    <div>
+      <PageHead title="Agents" sub="What each agent is told and which tools it may call. Every edit saves a new version." />
+      <Agents ws={ws} />
+    </div>
+  );
+}
+
 export function Agents({ ws }: { ws: string }) {
   const list = useApi<{ items: Obj[] }>(`/workspaces/${ws}/agents`);
   const [text, setText] = useState(TEMPLATE);
@@ -28,7 +37,7 @@ export function Agents({ ws }: { ws: string }) {
   });
   return (
     <div>
-      <Card title="Agents">
+      <Card title="All agents">
         {list.loading && !list.data && <Loading />}
         <ErrorBox error={list.error} />
         {list.data && (list.data.items.length === 0 ? <Empty>No agents yet. Create one below.</Empty> : (
@@ -49,7 +58,7 @@ export function Agents({ ws }: { ws: string }) {
       </Card>
       <Card title="New agent">
         <form onSubmit={(e) => { e.preventDefault(); create.run(); }}>
-          <AgentEditor value={text} onInput={setText} parseError={parseError} label="Agent file (YAML or JSON)" />
+          <AgentEditor value={text} onInput={setText} parseError={parseError} label="Agent file (YAML)" />
           <button class="btn btn-primary" disabled={create.busy}>Create agent</button>
         </form>
         <ErrorBox error={create.error} title="Not created" />

@@ -6,6 +6,15 @@ import { Card, CopyButton, ErrorBox, Field, Notice, useAction } from "../compone
 type Obj = Record<string, any>;
 
 function linesOf(v: string): string[] { return v.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean); }
+function own(rule: string | null | undefined): string { return !rule || rule === "default" ? "" : rule; }
+
+// The limit in force, from the server (`rate_limits`): the workspace's own rule, or the server's default.
+function limitHint(limit: Obj | undefined, example: string): string {
+  if (!limit) return `e.g. "${example}", "off", or empty for the server's default.`;
+  const value = limit.value === "off" ? "no limit" : limit.value;
+  return limit.is_default ? `In force: ${value} (the server's default). Set e.g. "${example}" or "off".`
+    : `In force: ${value} (this workspace's own). Empty it to use the server's default.`;
+}
 
 export function General({ ws, settings, onSaved }: { ws: string; settings: Obj; onSaved: (d: Obj) => void }) {
   const init = {
@@ -14,8 +23,9 @@ export function General({ ws, settings, onSaved }: { ws: string; settings: Obj; 
     allowed_origins: (settings.allowed_origins || []).join("\n"),
     mint_url: settings.mint_url || "",
     realtime: !!settings.realtime,
-    rate_limit_per_key: settings.rate_limit_per_key || "",
-    rate_limit_per_subject: settings.rate_limit_per_subject || "",
+    // Empty means the server's default (its rule shows as the placeholder and in the hint).
+    rate_limit_per_key: own(settings.rate_limit_per_key),
+    rate_limit_per_subject: own(settings.rate_limit_per_subject),
     retention_days: settings.retention_days == null ? "" : String(settings.retention_days),
     webhook_url: settings.webhook_url || "",
   };
@@ -88,11 +98,13 @@ export function General({ ws, settings, onSaved }: { ws: string; settings: Obj; 
             <label for="s-realtime">Realtime events (message.created, run.updated) for this workspace</label>
           </div>
           <div class="form-row">
-            <Field label="Rate limit per key" hint='e.g. "600/minute", "default" or "off".'>
-              {(id) => <input id={id} class="mono" value={f.rate_limit_per_key} onInput={set("rate_limit_per_key")} aria-describedby={`${id}-hint`} />}
+            <Field label="Rate limit per key" hint={limitHint(settings.rate_limits?.per_key, "600/minute")}>
+              {(id) => <input id={id} class="mono" value={f.rate_limit_per_key} placeholder={settings.rate_limits?.per_key?.value}
+                              onInput={set("rate_limit_per_key")} aria-describedby={`${id}-hint`} />}
             </Field>
-            <Field label="Rate limit per subject" hint='e.g. "60/minute".'>
-              {(id) => <input id={id} class="mono" value={f.rate_limit_per_subject} onInput={set("rate_limit_per_subject")} aria-describedby={`${id}-hint`} />}
+            <Field label="Rate limit per subject" hint={limitHint(settings.rate_limits?.per_subject, "60/minute")}>
+              {(id) => <input id={id} class="mono" value={f.rate_limit_per_subject} placeholder={settings.rate_limits?.per_subject?.value}
+                              onInput={set("rate_limit_per_subject")} aria-describedby={`${id}-hint`} />}
             </Field>
             <Field label="Retention (days)" hint="Threads older than this are erased; empty or 0 keeps them.">
               {(id) => <input id={id} type="number" min="0" max="36500" value={f.retention_days} onInput={set("retention_days")} aria-describedby={`${id}-hint`} />}

@@ -6,10 +6,10 @@ import { Link } from "../router";
 type Obj = Record<string, any>;
 
 export function Thread({ ws, thread }: { ws: string; thread: string }) {
-  const { data, error, loading } = useApi<{ thread: Obj; messages: Obj[]; runs: Obj[] }>(`/workspaces/${ws}/threads/${thread}`);
+  const { data, error, loading } = useApi<{ thread: Obj; messages: Obj[]; runs: Obj[]; agent?: Obj }>(`/workspaces/${ws}/threads/${thread}`);
   if (!data) return (
     <div>
-      <p class="crumbs"><Link href={`/w/${ws}/runs`}>Runs</Link> <span aria-hidden="true">/</span> Thread</p>
+      <p class="crumbs"><Link href={`/w/${ws}/threads`}>Threads</Link> <span aria-hidden="true">/</span> Thread</p>
       <PageHead title="Conversation" sub={<span class="mono">{thread}</span>} />
       {loading && <Loading what="Loading the conversation" />}<ErrorBox error={error} />
     </div>
@@ -17,8 +17,8 @@ export function Thread({ ws, thread }: { ws: string; thread: string }) {
   const { thread: t, messages, runs } = data;
   return (
     <div>
-      <p class="crumbs"><Link href={`/w/${ws}/runs`}>Runs</Link> <span aria-hidden="true">/</span> Thread</p>
-      <PageHead title="Conversation" sub={<><span class="mono">{t.subject}</span> with agent <Link href={`/w/${ws}/agents/${t.agent}`} class="mono">{t.agent}</Link> · started {when(t.created_at)}</>} />
+      <p class="crumbs"><Link href={`/w/${ws}/threads`}>Threads</Link> <span aria-hidden="true">/</span> Thread</p>
+      <PageHead title="Conversation" sub={<><span class="mono">{t.subject}</span> with <Link href={`/w/${ws}/agents/${t.agent}`}>{data.agent?.name || t.agent}</Link> · started {when(t.created_at)}</>} />
       <div class="two-col two-col-wide">
         <Card title="Messages">
           {messages.length === 0 ? <Empty>No messages yet.</Empty> : (
