@@ -103,7 +103,8 @@ async def _admin(sql: str) -> None:
 class Deployment:
     """A fresh database, one API and `workers` worker processes in queue mode."""
 
-    def __init__(self, workers: int, worker_concurrency: int):
+    def __init__(self, workers: int, worker_concurrency: int, *, before_start=None, **env: str):
+        self.before_start = before_start  # called with the deployment after migrating, before any process
         self.name = f"heddle_bench_{secrets.token_hex(5)}"
         base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
         self.db_url = f"{base}/{self.name}"
@@ -120,12 +121,14 @@ class Deployment:
                     # The driver polls every few ms, far above a person: rate limits off, as in every bench.
                     "HEDDLE_RATE_LIMIT_PER_KEY": "off", "HEDDLE_RATE_LIMIT_PER_SUBJECT": "off",
                     # Five processes under PostgreSQL's default max_connections (100): 5 + 5 each.
-                    "HEDDLE_DB_POOL_SIZE": "5", "HEDDLE_DB_MAX_OVERFLOW": "5"}
+                    "HEDDLE_DB_POOL_SIZE": "5", "HEDDLE_DB_MAX_OVERFLOW": "5", **env}
         self.procs: list[subprocess.Popen] = []
 
     def __enter__(self) -> Deployment:
         asyncio.run(_admin(f'CREATE DATABASE "{self.name}"'))
         cli(self.db_url, "migrate")
+        if self.before_start is not None:
+            self.before_start(self)
         heddle = [sys.executable, "-m", "heddle"]
         self.procs.append(subprocess.Popen([*heddle, "serve", "--port", str(self.port)], env=self.env,
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
