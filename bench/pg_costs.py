@@ -36,25 +36,13 @@ from pathlib import Path
 import asyncpg
 
 sys.path.insert(0, str(Path(__file__).parent))
+from common import cpu_snapshot  # noqa: E402
 from run_driver import run_round  # noqa: E402
 from scale_queue import MESSAGES, PG_ADMIN, Deployment, ToolHost, _calls  # noqa: E402
 
 PG_LOG = "/var/log/postgresql/postgresql-15-main.log"
 _LINE = re.compile(r"^\S+ \S+ \S+ \[(\d+)\] (\S*)@(\S+) LOG:  (?:statement|execute [^:]*): (.*)$")
 _LITERALS = re.compile(r"'(?:[^']|'')*'|\b\d+\b|\$\d+")
-
-
-def clock_ticks() -> int:
-    return os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process, from /proc."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / clock_ticks()
 
 
 class Stats:
@@ -114,7 +102,13 @@ def commits_of(statements: list[tuple[int, str]]) -> Counter:
 
 
 def layout_cpu(dep: Deployment, backends: dict[int, str]) -> float:
-    return sum(cpu_seconds(p.pid) for p in dep.procs) + sum(cpu_seconds(pid) for pid in backends)
+    return sum(cpu_snapshot([*(p.pid for p in dep.procs), *backends]).values())
+
+
+def _cpu_by_role(dep: Deployment, backends) -> dict[str, float]:
+    """CPU seconds so far of each Heddle process (`pid<n>`, with children) and backend (`pg<n>`)."""
+    out = {f"pid{p.pid}": sum(cpu_snapshot([p.pid]).values()) for p in dep.procs}
+    return out | {f"pg{pid}": v for pid, v in cpu_snapshot(list(backends)).items()}
 
 
 def measure(workers: int, runs: int, idle_s: float, kinds=("scripted", "tool50"), worker_concurrency: int = 16,
@@ -143,11 +137,9 @@ def measure(workers: int, runs: int, idle_s: float, kinds=("scripted", "tool50")
             offset = os.path.getsize(pg_log)
             started = time.monotonic()
             backends = stats.backends()
-            cpu_before = {**{f"pid{p.pid}": cpu_seconds(p.pid) for p in dep.procs},
-                          **{f"pg{pid}": cpu_seconds(pid) for pid in backends}}
+            cpu_before = _cpu_by_role(dep, backends)
             r = asyncio.run(run_round(kind, dep.base_url, 1, runs, *_calls(secret, agent, kind, MESSAGES[kind])))
-            cpu_after = {**{f"pid{p.pid}": cpu_seconds(p.pid) for p in dep.procs},
-                         **{f"pg{pid}": cpu_seconds(pid) for pid in stats.backends()}}
+            cpu_after = _cpu_by_role(dep, stats.backends())
             busy_s = time.monotonic() - started
             time.sleep(1.0)  # the log is written by each backend as it goes
             backends |= stats.backends()

@@ -43,6 +43,32 @@ log = get_logger(__name__)
 FETCH_POLL_SECONDS = 5.0  # procrastinate's default; LISTEN/NOTIFY wakes the worker for new jobs
 
 
+CHECK_IDLE_SECONDS = 30.0
+
+
+def _queue_pool(**kwargs):
+    """procrastinate's psycopg pool, checking a connection only after it sat idle.
+
+    procrastinate has the pool check every connection it hands out with an empty query, each a
+    transaction of its own: two commits per job (fetch, finish) on top of the job's own. A
+    connection used within the last `CHECK_IDLE_SECONDS` is handed out as it is; one idle for
+    longer (that PostgreSQL or a proxy may have dropped) is still checked.
+    """
+    import weakref
+
+    import psycopg_pool
+
+    last_used: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    async def check(conn) -> None:
+        now = time.monotonic()
+        previous, last_used[conn] = last_used.get(conn), now
+        if conn.closed or previous is None or now - previous > CHECK_IDLE_SECONDS:
+            await psycopg_pool.AsyncConnectionPool.check_connection(conn)
+
+    return psycopg_pool.AsyncConnectionPool(**{**kwargs, "check": check})
+
+
 class RunWorker:
     def __init__(self, container: Container, *, concurrency: int, shutdown_grace: float,
                  heartbeat_seconds: float, stalled_seconds: float):
@@ -58,7 +84,7 @@ class RunWorker:
         self.metrics = QueueMetrics(container.metrics.registry, container.db)
         self.app = procrastinate.App(connector=procrastinate.PsycopgConnector(
             conninfo=postgres_dsn(container.settings.database_url),
-            kwargs={"application_name": "heddle-worker-queue"}))
+            kwargs={"application_name": "heddle-worker-queue"}, pool_factory=_queue_pool))
         self.running = False  # the procrastinate worker loop is up (health)
         self._register_tasks()
 

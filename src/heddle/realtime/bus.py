@@ -227,10 +227,12 @@ class BusPublisher:
         # docstring); publishing those again would deliver them twice.
         self.sent_by_database = sent_by_database
         self.sent = 0
+        self.by_database = 0  # events left to the storing transaction
         self.failed = 0
 
     async def publish(self, channel: str, event: str, data: dict[str, Any]) -> None:
         if self.sent_by_database is not None and self.sent_by_database(event, data):
+            self.by_database += 1
             return
         try:
             await self.bus.send(encode_event(channel, event, data))
