@@ -19,6 +19,7 @@ import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -133,21 +134,34 @@ class Deployment:
 
     def __enter__(self) -> Deployment:
         asyncio.run(_admin(f'CREATE DATABASE "{self.name}"'))
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _start(self) -> None:
         cli(self.db_url, "migrate")
         if self.before_start is not None:
             self.before_start(self)
         heddle = [sys.executable, "-m", "heddle"]
-        for port in self.ports:  # API processes first (bench/pg_costs.py counts on it)
-            self.procs.append(subprocess.Popen([*heddle, "serve", "--port", str(port)], env=self.env,
-                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.logs = tempfile.TemporaryDirectory()
         ports = [free_port() for _ in range(self.workers)]
-        for port in ports:
-            self.procs.append(subprocess.Popen(
-                [*heddle, "worker", "--port", str(port), "--concurrency", str(self.worker_concurrency)],
-                env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        # API processes first (bench/pg_costs.py counts on it)
+        commands = [["serve", "--port", str(port)] for port in self.ports] + [
+            ["worker", "--port", str(port), "--concurrency", str(self.worker_concurrency)] for port in ports]
+        for command in commands:
+            with open(Path(self.logs.name) / f"{command[0]}-{command[2]}.log", "w") as log:
+                self.procs.append(subprocess.Popen([*heddle, *command], env=self.env, stdout=log,
+                                                   stderr=subprocess.STDOUT))
         for url in [*self.base_urls, *(f"http://127.0.0.1:{p}" for p in ports)]:
-            _wait(f"{url}/healthz")
-        return self
+            try:
+                _wait(f"{url}/healthz")
+            except RuntimeError as exc:
+                port = url.rsplit(":", 1)[1]
+                tail = "".join(p.read_text()[-1500:] for p in Path(self.logs.name).glob(f"*-{port}.log"))
+                raise RuntimeError(f"{exc}; its output ends: {tail}") from None
 
     def __exit__(self, *exc) -> None:
         for proc in self.procs:
@@ -157,6 +171,8 @@ class Deployment:
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        if getattr(self, "logs", None) is not None:
+            self.logs.cleanup()
         asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)'))
 
     def seed(self, host: ToolHost) -> tuple[str, str]:
