@@ -98,6 +98,7 @@ def heddle_calls(secret: str, agent: str, tag: str) -> tuple[OpenThread, PostMes
 
     async def open_thread(client: httpx.AsyncClient, i: int):
         resp = await client.post("/v1/loom/threads", json={"agent": agent}, headers=headers(i))
+        assert resp.status_code in (200, 201), resp.text
         return resp.json()["data"]["id"], headers(i)
 
     async def post_message(client: httpx.AsyncClient, thread, content: str):

@@ -155,7 +155,7 @@ def io_curve(runs: int = 3) -> list[dict]:
                 row = measured_round(f"{workers} x {concurrency}", dep.base_url, threads, runs,
                                      _calls(secret, agent, "io", "call: slow200 {}"),
                                      [p.pid for p in dep.procs], (PG_ADMIN, dep.name))
-        except RuntimeError as exc:  # reported, and the curve goes on
+        except Exception as exc:  # reported, and the curve goes on
             print(f"curve point {workers} x {concurrency}: not measured ({exc})", file=sys.stderr)
             continue
         results.append({"kind": "tool200", "workers": workers, "concurrency": concurrency,
@@ -200,8 +200,8 @@ def main() -> None:
         for label, apis, workers in PG_LAYOUTS:
             try:
                 results += postgres_layout(label, apis, workers, args.runs)
-            except RuntimeError as exc:
-                print(f"{label}: not measured ({exc})", file=sys.stderr)
+            except Exception as exc:  # reported; the rest of the table stands
+                print(f"{label}: not (fully) measured ({type(exc).__name__}: {exc})", file=sys.stderr)
         if not args.no_aegra:
             try:
                 results += aegra(args.runs)
