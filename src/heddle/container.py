@@ -117,6 +117,9 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     # In queue mode every connection says so: the database then enqueues the job of each run
     # it creates or resumes, in that same transaction (heddle/queue/enqueue.py).
     engine_kwargs = queue_engine_kwargs() if queue_mode else {}
+    # The PostgreSQL bus carries this process's events (built-in realtime server, shared bus).
+    bus_settings = (database_settings(s.event_bus, s.event_bus_channel)
+                    if isinstance(realtime.publisher, BusPublisher) else {})
     if not is_sqlite(s.database_url):
         engine_kwargs |= {"pool_size": s.db_pool_size, "max_overflow": s.db_max_overflow}
         # pg_stat_activity (and the per-process cost figures in docs/operations.md) tell the
@@ -124,7 +127,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
         server_settings = engine_kwargs.setdefault("connect_args", {}).setdefault("server_settings", {})
         server_settings["application_name"] = f"heddle-{role}"
         # On the PostgreSQL bus, the transaction that stores a run event also sends it (0010).
-        server_settings |= database_settings(s.event_bus, s.event_bus_channel)
+        server_settings |= bus_settings
     db = Database(s.database_url, **engine_kwargs)
     if s.migrate_on_start:
         await upgrade(s.database_url, engine=db.engine)
@@ -153,7 +156,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     hosted = HostedTools(db, outbound, subject_tokens, to_micro(s.tool_call_price_credits))
     registry = ModelRegistry.from_json(s.model_classes)
     events = realtime.publisher
-    if isinstance(events, BusPublisher) and database_settings(s.event_bus, s.event_bus_channel):
+    if bus_settings:
         events.sent_by_database = sent_by_database
     run_events = RunEventLog(db)
     if realtime.relay is not None:
