@@ -10,7 +10,8 @@ queue mode, or `--workers 0` for one `heddle serve` executing its own runs), wit
   or procrastinate's autocommit calls), less the idle rate. `pg_stat_database.xact_commit`
   cannot be read around a live layout: an idle pooled backend keeps its counts unreported
   until it works again or exits (checked on PostgreSQL 15: 100 sessions, 22 s idle, nothing
-  reported), which is why tests/scale/test_pg_commits.py stops the processes to read it;
+  reported), and it also counts the read-only transactions in which LISTENing backends read
+  the notification queue (tests/scale/test_pg_commits.py counts from the log the same way);
 * statements per run by process (`application_name`: `heddle-serve`, `heddle-worker`, the bus's
   and the queue's connections) and by statement, from the server log's lines for the database;
 * the idle layout's commits per second and CPU (every Heddle process and its PostgreSQL backends).
