@@ -23,6 +23,35 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def cpu_snapshot(pids: list[int]) -> dict[int, float]:
+    """User + system CPU seconds of each of these processes and all their descendants (/proc)."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(stat.parent.name)
+        stats[pid] = fields
+        children.setdefault(int(fields[1]), []).append(pid)
+    out: dict[int, float] = {}
+    todo = list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid in out or pid not in stats:
+            continue
+        out[pid] = (int(stats[pid][11]) + int(stats[pid][12])) / os.sysconf("SC_CLK_TCK")
+        todo += children.get(pid, [])
+    return out
+
+
+def cpu_between(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds spent between two snapshots (a process that appeared counts from zero; one
+    that exited meanwhile is lost, so keep long-lived processes, such as pooled backends)."""
+    return sum(v - before.get(pid, 0.0) for pid, v in after.items())
+
+
 def summary(samples_ms: list[float]) -> dict[str, float]:
     ordered = sorted(samples_ms)
     if not ordered:

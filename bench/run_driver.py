@@ -56,14 +56,16 @@ PostMessage = Callable[[httpx.AsyncClient, object, str], Awaitable[object]]
 IsDone = Callable[[httpx.AsyncClient, object, object], Awaitable[bool]]
 
 
-async def run_round(system: str, base_url: str, concurrency: int, runs: int, open_thread: OpenThread,
+async def run_round(system: str, base_url: str | list[str], concurrency: int, runs: int, open_thread: OpenThread,
                     post_message: PostMessage, is_done: IsDone) -> Round:
+    """`base_url`: one server, or several (thread i talks to base_url[i % n], as behind a balancer)."""
+    urls = [base_url] if isinstance(base_url, str) else list(base_url)
     done: list[float] = []
     polls = 0
     # One connection per thread. Idle ones are dropped by the client before a server's
     # keep-alive timeout (uvicorn: 5 s) can close one under a request being sent on it.
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=2.0)
-    clients = [httpx.AsyncClient(base_url=base_url, timeout=120, limits=limits) for _ in range(concurrency)]
+    clients = [httpx.AsyncClient(base_url=urls[i % len(urls)], timeout=120, limits=limits) for i in range(concurrency)]
     try:
         threads = await asyncio.gather(*(open_thread(client, i) for i, client in enumerate(clients)))
 
@@ -96,6 +98,7 @@ def heddle_calls(secret: str, agent: str, tag: str) -> tuple[OpenThread, PostMes
 
     async def open_thread(client: httpx.AsyncClient, i: int):
         resp = await client.post("/v1/loom/threads", json={"agent": agent}, headers=headers(i))
+        assert resp.status_code in (200, 201), resp.text
         return resp.json()["data"]["id"], headers(i)
 
     async def post_message(client: httpx.AsyncClient, thread, content: str):

@@ -1,11 +1,29 @@
-"""Runs at scale: runs/s and message -> closed medians, scripted runs.
+"""Runs at scale, side by side in one run: the embedded default, the PostgreSQL layouts, Aegra.
 
-Part one (here): the embedded default, one `heddle serve` on SQLite, at 1, 10 and 100
-concurrent threads. Part two (bench/scale_queue.py): PostgreSQL, one API and 1, 2 and 4 worker
-processes (plus the in-process baseline on the same PostgreSQL), scripted runs and runs with a
-50 ms hosted tool.
+Every system is driven by the same client (bench/run_driver.py: each conversation posts a
+message and polls the run until done, 5 ms after posting then 1.5x longer each time, at most
+50 ms apart) at 10 and 100 concurrent conversations, scripted runs (the reply streams word by
+word). Layouts:
 
-    python bench/scale.py [--runs N] [--workers 0,1,2,4] [--queue-threads 32] [--no-queue] [--no-embedded] [--json]
+* embedded: one `heddle serve` on SQLite (the default);
+* PostgreSQL (bench/scale_queue.py `Deployment`, a fresh database each, the PostgreSQL event
+  bus): one `heddle serve` executing its own runs (in-process), 1 API + 1 worker, 1 API + 2
+  workers, 2 APIs + 2 workers (conversations spread over the APIs, as behind a balancer), also
+  with runs that call a hosted tool answering after 50 ms (`tool50`, 100 conversations);
+* Aegra 0.11 (bench/aegra.py: installed into its own venv, its own database on the same
+  PostgreSQL, a one-node echo graph), driven through the Agent Protocol like LangGraph.
+
+Per round: runs/s, the client's done median, polls per run, and CPU per run summed over every
+process of the system (the server processes with their children, and, on PostgreSQL, the
+database's backends serving it; PostgreSQL's shared background processes are left out). Then
+the ratios the issue asks for, and the I/O-bound scaling curve: runs whose tool waits 200 ms,
+1 API + workers of growing total concurrency (workers x --concurrency), conversations twice
+the executor's concurrency, so the executor is always full.
+
+    python bench/scale.py [--runs 12] [--no-aegra] [--no-curve] [--only-embedded] [--json]
+
+The machine's load average is printed at the start and end: figures are only comparable
+within one run.
 """
 
 from __future__ import annotations
@@ -13,15 +31,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import secrets
 import sys
 from pathlib import Path
 
+import asyncpg
+
 sys.path.insert(0, str(Path(__file__).parent))
-from common import Server, create_agent  # noqa: E402
+from common import Server, cpu_between, cpu_snapshot, create_agent  # noqa: E402
 from run_driver import heddle_calls, run_round, summarise  # noqa: E402
 
 AGENT = "name: bench\nmodel_class: scripted\ninstructions: Be brief.\ntools: []\n"
-THREADS = (1, 10, 100)
+THREADS = (1, 10, 100)  # bench/vs_langgraph.py's levels
+LEVELS = (10, 100)
+PG_LAYOUTS = (("in-process (1 serve, PG)", 1, 0), ("1 API + 1 worker (PG)", 1, 1),
+              ("1 API + 2 workers (PG)", 1, 2), ("2 API + 2 workers (PG)", 2, 2))
+CURVE = ((1, 1), (1, 2), (1, 4), (1, 8), (1, 16), (1, 32), (1, 64), (2, 32))  # (workers, concurrency)
 
 
 def scripted_agent(db_url: str, workspace: str) -> str:
@@ -29,49 +55,184 @@ def scripted_agent(db_url: str, workspace: str) -> str:
 
 
 def runs_per_thread(concurrency: int, runs: int) -> int:
-    """Fewer runs per thread when many threads run at once, so every level takes similar time."""
+    """Fewer runs per conversation when many run at once, so every level takes similar time."""
     return max(2, runs * 10 // (concurrency + 9))
 
 
-def embedded_default(runs: int = 20, threads: tuple[int, ...] = THREADS) -> list[dict]:
+async def _backends(admin_dsn: str, dbname: str) -> list[int]:
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        return [r["pid"] for r in await conn.fetch("SELECT pid FROM pg_stat_activity WHERE datname = $1", dbname)]
+    finally:
+        await conn.close()
+
+
+def progress(row: dict) -> None:
+    """Each row on stderr as it is measured (the table comes at the end, on stdout)."""
+    print(json.dumps(row), file=sys.stderr, flush=True)
+
+
+def measured_round(label: str, base_url, threads: int, runs: int, calls, pids: list[int],
+                   db: tuple[str, str] | None = None) -> dict:
+    """One round of `runs` runs per conversation, with the CPU of `pids` (and of the database
+    `db` = (admin DSN, name)'s backends) over it."""
+    def processes() -> list[int]:
+        return pids + (asyncio.run(_backends(*db)) if db else [])
+
+    before = cpu_snapshot(processes())
+    r = asyncio.run(run_round(label, base_url, threads, runs, *calls))
+    cpu = cpu_between(before, cpu_snapshot(processes()))
+    row = {"layout": label, "threads": threads, **summarise([r]),
+           "cpu_ms_per_run": round(1000 * cpu / max(1, len(r.done_ms)), 1)}
+    progress(row)
+    return row
+
+
+def embedded(runs: int, levels=LEVELS) -> list[dict]:
     """One `heddle serve` process on SQLite (the default), scripted runs."""
     results = []
     with Server() as server:
         ws, secret = server.tenant()
         agent = scripted_agent(server.db_url, ws)
-        for concurrency in threads:
-            calls = heddle_calls(secret, agent, f"scale{concurrency}")
-            r = asyncio.run(run_round("heddle", server.base_url, concurrency,
-                                      runs_per_thread(concurrency, runs), *calls))
-            results.append({"layout": "embedded (1 process, SQLite)", "threads": concurrency, **summarise([r])})
+        asyncio.run(run_round("warm-up", server.base_url, 4, 2, *heddle_calls(secret, agent, "warm")))
+        for threads in levels:
+            results.append({"kind": "scripted", **measured_round(
+                "embedded (1 serve, SQLite)", server.base_url, threads, runs_per_thread(threads, runs),
+                heddle_calls(secret, agent, f"scale{threads}"), [server.proc.pid])})
     return results
+
+
+def postgres_layout(label: str, apis: int, workers: int, runs: int, levels=LEVELS, tool_level: int = 100) -> list[dict]:
+    from scale_queue import PG_ADMIN, Deployment, ToolHost, _calls
+
+    results = []
+    with ToolHost() as host, Deployment(workers, 16, apis=apis) as dep:
+        secret, agent = dep.seed(host)
+        pids, db = [p.pid for p in dep.procs], (PG_ADMIN, dep.name)
+        asyncio.run(run_round("warm-up", dep.base_urls, 4, 2, *_calls(secret, agent, "warm", "hello")))
+        rounds = [("scripted", "hello", t) for t in levels] + ([("tool50", "call: slow50 {}", tool_level)]
+                                                                if tool_level else [])
+        for kind, message, threads in rounds:
+            before = host.calls
+            row = measured_round(label, dep.base_urls, threads, runs_per_thread(threads, runs),
+                                 _calls(secret, agent, f"{kind}{threads}", message), pids, db)
+            if kind == "tool50":
+                assert host.calls - before == row["runs"], "each run calls the tool exactly once"
+            results.append({"kind": kind, **row})
+    return results
+
+
+def aegra(runs: int, levels=LEVELS) -> list[dict]:
+    from aegra import AegraServer
+    from scale_queue import PG_ADMIN, _admin
+    from vs_langgraph import langgraph_calls
+
+    name = f"aegra_bench_{secrets.token_hex(5)}"
+    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+    results = []
+    try:
+        with AegraServer(f"{PG_ADMIN.rsplit('/', 1)[0]}/{name}") as server:
+            asyncio.run(run_round("warm-up", server.base_url, 4, 2, *langgraph_calls()))
+            for threads in levels:
+                results.append({"kind": "scripted", **measured_round(
+                    "Aegra 0.11 (PG)", server.base_url, threads, runs_per_thread(threads, runs), langgraph_calls(),
+                    server.pids, (PG_ADMIN, name))})
+    finally:
+        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    return results
+
+
+def io_curve(runs: int = 3) -> list[dict]:
+    """Runs whose hosted tool waits 200 ms: runs/s against the executor's total concurrency."""
+    from scale_queue import PG_ADMIN, Deployment, ToolHost, _calls
+
+    results = []
+    for workers, concurrency in CURVE:
+        try:
+            with ToolHost() as host, Deployment(workers, concurrency) as dep:
+                secret, agent = dep.seed(host)
+                threads = 2 * workers * concurrency
+                row = measured_round(f"{workers} x {concurrency}", dep.base_url, threads, runs,
+                                     _calls(secret, agent, "io", "call: slow200 {}"),
+                                     [p.pid for p in dep.procs], (PG_ADMIN, dep.name))
+        except Exception as exc:  # reported, and the curve goes on
+            print(f"curve point {workers} x {concurrency}: not measured ({exc})", file=sys.stderr)
+            continue
+        results.append({"kind": "tool200", "workers": workers, "concurrency": concurrency,
+                        "total": workers * concurrency, **row})
+    return results
+
+
+def _find(results, layout_prefix: str, kind: str, threads: int) -> dict | None:
+    return next((r for r in results if r["layout"].startswith(layout_prefix) and r["kind"] == kind
+                 and r["threads"] == threads), None)
+
+
+def ratios(results: list[dict]) -> list[tuple[str, float, str]]:
+    """(what, value, target) for the issue's goals, PostgreSQL 1 API + 1 worker against the rest."""
+    out = []
+    for threads in LEVELS:
+        pg, emb, ae = (_find(results, p, "scripted", threads) for p in ("1 API + 1 worker", "embedded", "Aegra"))
+        if pg and emb:
+            out.append((f"PG 1+1 / embedded runs/s, {threads} threads", pg["runs_per_s"] / emb["runs_per_s"], ">= 0.5"))
+            out.append((f"PG 1+1 / embedded CPU per run, {threads} threads",
+                        pg["cpu_ms_per_run"] / emb["cpu_ms_per_run"], "<= 3"))
+        if pg and ae:
+            out.append((f"PG 1+1 / Aegra runs/s, {threads} threads", pg["runs_per_s"] / ae["runs_per_s"], "> 1"))
+            out.append((f"Aegra / PG 1+1 done median, {threads} threads",
+                        ae["done_median_ms"] / pg["done_median_ms"], "> 1"))
+    return [(what, round(v, 2), target) for what, v, target in out]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=20, help="runs per thread at 1 thread (fewer at more)")
-    parser.add_argument("--workers", default="0,1,2,4", help="PostgreSQL part: worker counts (0 = in-process)")
-    parser.add_argument("--queue-threads", type=int, default=32, help="PostgreSQL part: concurrent threads")
-    parser.add_argument("--queue-runs", type=int, default=5, help="PostgreSQL part: runs per thread")
-    parser.add_argument("--no-queue", action="store_true", help="only the embedded default")
-    parser.add_argument("--no-embedded", action="store_true", help="only the PostgreSQL part")
+    parser.add_argument("--runs", type=int, default=12, help="runs per conversation at 1 (fewer at more)")
+    parser.add_argument("--no-aegra", action="store_true")
+    parser.add_argument("--no-curve", action="store_true", help="skip the I/O-bound scaling curve")
+    parser.add_argument("--only-embedded", action="store_true", help="the embedded default at 1, 10 and 100 threads")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results = [] if args.no_embedded else embedded_default(args.runs)
-    if not args.no_queue:
-        from scale_queue import queue_mode
-
-        for n in (int(x) for x in args.workers.split(",")):
-            results += queue_mode(n, threads=args.queue_threads, runs_per_thread=args.queue_runs)
+    load = [os.getloadavg()]
+    if args.only_embedded:
+        results, curve = embedded(args.runs, THREADS), []
+    else:
+        results = embedded(args.runs)
+        for label, apis, workers in PG_LAYOUTS:
+            try:
+                results += postgres_layout(label, apis, workers, args.runs)
+            except Exception as exc:  # reported; the rest of the table stands
+                print(f"{label}: not (fully) measured ({type(exc).__name__}: {exc})", file=sys.stderr)
+        if not args.no_aegra:
+            try:
+                results += aegra(args.runs)
+            except Exception as exc:  # reported, not hidden: the rest of the table stands
+                print(f"Aegra: not measured ({type(exc).__name__}: {exc})", file=sys.stderr)
+        curve = [] if args.no_curve else io_curve()
+    load.append(os.getloadavg())
     if args.json:
-        print(json.dumps({"benchmark": "scale", "results": results}))
+        print(json.dumps({"benchmark": "scale", "load_average": load, "results": results, "curve": curve,
+                          "ratios": ratios(results)}))
         return
-    print(f"{'layout':<36} {'kind':>9} {'threads':>7} {'runs':>6} {'closed median':>14} {'runs/s':>8} {'polls/run':>9}")
+    print(f"load average (1/5/15 min) at start {load[0][0]:.1f}/{load[0][1]:.1f}/{load[0][2]:.1f}, "
+          f"at end {load[1][0]:.1f}/{load[1][1]:.1f}/{load[1][2]:.1f}; 2 vCPUs" if os.cpu_count() == 2 else
+          f"load average at start {load[0]}, at end {load[1]}; {os.cpu_count()} CPUs")
+    print(f"{'layout':<28} {'kind':>8} {'threads':>7} {'runs':>5} {'done median':>12} {'runs/s':>7} "
+          f"{'polls/run':>9} {'CPU ms/run':>10}")
     for r in results:
-        print(f"{r['layout']:<36} {r.get('kind', 'scripted'):>9} {r['threads']:>7} {r['runs']:>6} "
-              f"{r['done_median_ms']:>12.1f}ms {r['runs_per_s']:>8.1f} {r['polls_per_run']:>9.2f}")
-    print("closed median: client-measured, message POST -> the poll that saw the run closed "
-          "(polls 5 ms after, then 1.5x longer each time, at most 50 ms apart)")
+        print(f"{r['layout']:<28} {r['kind']:>8} {r['threads']:>7} {r['runs']:>5} {r['done_median_ms']:>10.1f}ms "
+              f"{r['runs_per_s']:>7.1f} {r['polls_per_run']:>9.2f} {r['cpu_ms_per_run']:>10.1f}")
+    print("done median: client-measured, message POST -> the poll that saw the run done. CPU: every process of "
+          "the system, PostgreSQL's backends included")
+    for what, value, target in ratios(results):
+        print(f"  {what:<48} {value:>6.2f}  (goal {target})")
+    if curve:
+        print("\nI/O-bound runs (hosted tool waits 200 ms), 1 API + workers x concurrency, 2 conversations per slot:")
+        print(f"{'workers x concurrency':>21} {'total':>5} {'runs/s':>7} {'ideal':>6} {'done median':>12} "
+              f"{'CPU ms/run':>10}")
+        for c in curve:
+            print(f"{c['layout']:>21} {c['total']:>5} {c['runs_per_s']:>7.1f} {c['total'] / 0.2:>6.0f} "
+                  f"{c['done_median_ms']:>10.1f}ms {c['cpu_ms_per_run']:>10.1f}")
+        print("ideal: total concurrency / 0.2 s (every slot always waiting on the tool)")
 
 
 if __name__ == "__main__":

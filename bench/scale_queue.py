@@ -1,16 +1,15 @@
-"""PostgreSQL part of bench/scale.py: 1 API + N workers (HEDDLE_EXECUTOR=queue), runs/s and done medians.
+"""PostgreSQL layouts for bench/scale.py and bench/pg_costs.py: API and worker processes on a fresh database.
 
-For each worker count, a fresh PostgreSQL database, one `heddle serve` (enqueues only) and N
-`heddle worker` processes, driven by bench/run_driver.py exactly like the embedded default
-(client-measured message -> done, polls with backoff). Two kinds of run:
+`Deployment`: a fresh PostgreSQL database, `apis` x `heddle serve` (enqueue only) and N
+`heddle worker` processes, on the PostgreSQL event bus. Kinds of run (`MESSAGES`):
 
 * `scripted`: one model turn (the built-in scripted model), then `closed`;
-* `tool50`: the model calls a hosted tool on a local tool host (its own process) that answers
-  after 50 ms, then summarises: two model turns and one outbound call. The tool host counts
-  its calls: each run must call it exactly once.
+* `tool50` / `tool200`: the model calls a hosted tool on a local tool host (its own process)
+  that answers after 50 / 200 ms, then summarises: two model turns and one outbound call. The
+  tool host counts its calls: each run must call it exactly once.
 
-`--workers 0` is the baseline: the same API executing its own runs (HEDDLE_EXECUTOR=inprocess)
-on the same PostgreSQL. Run through bench/scale.py; `queue_mode()` is the reusable function.
+`workers=0` is the in-process layout: one `heddle serve` executing its own runs
+(HEDDLE_EXECUTOR=inprocess) on the same PostgreSQL.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,10 +28,10 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import cli, create_agent, free_port  # noqa: E402
-from run_driver import heddle_calls, run_round, summarise  # noqa: E402
+from run_driver import heddle_calls  # noqa: E402
 
 PG_ADMIN = os.environ.get("HEDDLE_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-TOOL_DELAY_S = 0.050
+TOOL_DELAYS = {"slow50": 0.050, "slow200": 0.200}
 AGENT = """name: bench
 model_class: scripted
 instructions: Be brief.
@@ -42,8 +42,14 @@ tools:
     connection: host
     interaction: auto
     reliability: idempotent
+  - name: slow200
+    description: Answers after 200 ms (I/O-bound runs)
+    path: /tools/slow200
+    connection: host
+    interaction: auto
+    reliability: idempotent
 """
-MESSAGES = {"scripted": "hello", "tool50": "call: slow50 {}"}
+MESSAGES = {"scripted": "hello", "tool50": "call: slow50 {}", "tool200": "call: slow200 {}"}
 
 
 def tool_host_app():
@@ -58,16 +64,16 @@ def tool_host_app():
     async def mint(_request: Request):
         return JSONResponse({"token": secrets.token_urlsafe(24), "expires_in": 600})
 
-    async def slow(_request: Request):
+    async def slow(request: Request):
         nonlocal calls
         calls += 1
-        await asyncio.sleep(TOOL_DELAY_S)
+        await asyncio.sleep(TOOL_DELAYS[request.path_params["name"]])
         return JSONResponse({"ok": True})
 
     async def count(_request: Request):
         return PlainTextResponse(str(calls))
 
-    return Starlette(routes=[Route("/mint", mint, methods=["POST"]), Route("/tools/slow50", slow, methods=["POST"]),
+    return Starlette(routes=[Route("/mint", mint, methods=["POST"]), Route("/tools/{name}", slow, methods=["POST"]),
                              Route("/calls", count)])
 
 
@@ -103,12 +109,15 @@ async def _admin(sql: str) -> None:
 class Deployment:
     """A fresh database, one API and `workers` worker processes in queue mode."""
 
-    def __init__(self, workers: int, worker_concurrency: int):
+    def __init__(self, workers: int, worker_concurrency: int, *, apis: int = 1, before_start=None, **env: str):
+        self.before_start = before_start  # called with the deployment after migrating, before any process
         self.name = f"heddle_bench_{secrets.token_hex(5)}"
         base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
         self.db_url = f"{base}/{self.name}"
-        self.port = free_port()
+        self.ports = [free_port() for _ in range(apis)]
+        self.port = self.ports[0]
         self.base_url = f"http://127.0.0.1:{self.port}"
+        self.base_urls = [f"http://127.0.0.1:{p}" for p in self.ports]
         self.workers, self.worker_concurrency = workers, worker_concurrency
         # workers=0: the API executes its runs itself (HEDDLE_EXECUTOR=inprocess), the baseline.
         self.env = {**os.environ, "HEDDLE_DATABASE_URL": self.db_url,
@@ -119,24 +128,43 @@ class Deployment:
                     "HEDDLE_OUTBOUND_ALLOW_PRIVATE": "true", "HEDDLE_MIGRATE_ON_START": "false",
                     # The driver polls every few ms, far above a person: rate limits off, as in every bench.
                     "HEDDLE_RATE_LIMIT_PER_KEY": "off", "HEDDLE_RATE_LIMIT_PER_SUBJECT": "off",
-                    # Five processes under PostgreSQL's default max_connections (100): 5 + 5 each.
-                    "HEDDLE_DB_POOL_SIZE": "5", "HEDDLE_DB_MAX_OVERFLOW": "5"}
+                    # Four processes well under PostgreSQL's default max_connections (100), which a
+                    # shared test server also spends on other databases: 8 each and no overflow.
+                    # Overflow connections are opened and closed per checkout beyond the pool (a
+                    # profile at 10 conversations with 5 + 5 spent several % of the API on connects).
+                    "HEDDLE_DB_POOL_SIZE": "8", "HEDDLE_DB_MAX_OVERFLOW": "0", **env}
         self.procs: list[subprocess.Popen] = []
 
     def __enter__(self) -> Deployment:
         asyncio.run(_admin(f'CREATE DATABASE "{self.name}"'))
-        cli(self.db_url, "migrate")
-        heddle = [sys.executable, "-m", "heddle"]
-        self.procs.append(subprocess.Popen([*heddle, "serve", "--port", str(self.port)], env=self.env,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        ports = [free_port() for _ in range(self.workers)]
-        for port in ports:
-            self.procs.append(subprocess.Popen(
-                [*heddle, "worker", "--port", str(port), "--concurrency", str(self.worker_concurrency)],
-                env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        for url in [self.base_url, *(f"http://127.0.0.1:{p}" for p in ports)]:
-            _wait(f"{url}/healthz")
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__()
+            raise
         return self
+
+    def _start(self) -> None:
+        cli(self.db_url, "migrate")
+        if self.before_start is not None:
+            self.before_start(self)
+        heddle = [sys.executable, "-m", "heddle"]
+        self.logs = tempfile.TemporaryDirectory()
+        ports = [free_port() for _ in range(self.workers)]
+        # API processes first (bench/pg_costs.py counts on it)
+        commands = [["serve", "--port", str(port)] for port in self.ports] + [
+            ["worker", "--port", str(port), "--concurrency", str(self.worker_concurrency)] for port in ports]
+        for command in commands:
+            with open(Path(self.logs.name) / f"{command[0]}-{command[2]}.log", "w") as log:
+                self.procs.append(subprocess.Popen([*heddle, *command], env=self.env, stdout=log,
+                                                   stderr=subprocess.STDOUT))
+        for url in [*self.base_urls, *(f"http://127.0.0.1:{p}" for p in ports)]:
+            try:
+                _wait(f"{url}/healthz")
+            except RuntimeError as exc:
+                port = url.rsplit(":", 1)[1]
+                tail = "".join(p.read_text()[-1500:] for p in Path(self.logs.name).glob(f"*-{port}.log"))
+                raise RuntimeError(f"{exc}; its output ends: {tail}") from None
 
     def __exit__(self, *exc) -> None:
         for proc in self.procs:
@@ -146,6 +174,8 @@ class Deployment:
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        if getattr(self, "logs", None) is not None:
+            self.logs.cleanup()
         asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)'))
 
     def seed(self, host: ToolHost) -> tuple[str, str]:
@@ -179,25 +209,6 @@ def _calls(secret: str, agent: str, tag: str, message: str):
         return await post_message(client, thread, message)
 
     return open_thread, post, is_done
-
-
-def queue_mode(workers: int, *, kinds=("scripted", "tool50"), threads: int = 32, runs_per_thread: int = 5,
-               worker_concurrency: int = 16) -> list[dict]:
-    """One deployment with `workers` workers (0: in-process baseline); one round per kind of run."""
-    layout = (f"queue (1 API + {workers} worker{'s' if workers > 1 else ''}, PG)" if workers
-              else "in-process (1 serve, PG)")
-    results = []
-    with ToolHost() as host, Deployment(workers, worker_concurrency) as dep:
-        secret, agent = dep.seed(host)
-        asyncio.run(run_round("warm-up", dep.base_url, 4, 2, *_calls(secret, agent, "warm", "hello")))
-        for kind in kinds:
-            before = host.calls
-            r = asyncio.run(run_round(layout, dep.base_url, threads, runs_per_thread,
-                                      *_calls(secret, agent, kind, MESSAGES[kind])))
-            if kind == "tool50":
-                assert host.calls - before == len(r.done_ms), "each run calls the tool exactly once"
-            results.append({"layout": layout, "kind": kind, "threads": threads, **summarise([r])})
-    return results
 
 
 if __name__ == "__main__":  # the tool host process

@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     max_connections_per_address: int = Field(default=256, ge=0)  # ... from one client address (0 = no cap)
     request_log_retention_days: float = Field(default=30.0, gt=0)
     request_log_prune_interval: float = Field(default=3600.0, gt=0)
+    # The request log is written in batches, one transaction per this many seconds at most.
+    request_log_flush_seconds: float = Field(default=0.5, gt=0, le=60)
 
     # --- safe retries (Idempotency-Key) ---
     idempotency_ttl_hours: float = Field(default=24.0, gt=0)

@@ -25,7 +25,7 @@ from heddle.loom.effects import EventSink, RunSubmitter
 from heddle.loom.engine import RunEngine
 from heddle.loom.providers.registry import ModelRegistry
 from heddle.loom.retention import RetentionPruner
-from heddle.loom.run_events import RunEventLog
+from heddle.loom.run_events import RunEventLog, sent_by_database
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.observability.request_log import RequestLogWriter
@@ -33,6 +33,7 @@ from heddle.observability.retention import RequestLogPruner
 from heddle.outbound.for_runs import HostedTools
 from heddle.outbound.token_cache import SubjectTokenCache
 from heddle.ratelimit.limiter import RateLimiter
+from heddle.realtime.bus import BusPublisher, database_settings
 from heddle.realtime.setup import Realtime
 from heddle.webhooks.dispatcher import WebhookDispatcher
 
@@ -116,13 +117,22 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     # In queue mode every connection says so: the database then enqueues the job of each run
     # it creates or resumes, in that same transaction (heddle/queue/enqueue.py).
     engine_kwargs = queue_engine_kwargs() if queue_mode else {}
+    # The PostgreSQL bus carries this process's events (built-in realtime server, shared bus).
+    bus_settings = (database_settings(s.event_bus, s.event_bus_channel)
+                    if isinstance(realtime.publisher, BusPublisher) else {})
     if not is_sqlite(s.database_url):
         engine_kwargs |= {"pool_size": s.db_pool_size, "max_overflow": s.db_max_overflow}
+        # pg_stat_activity (and the per-process cost figures in docs/operations.md) tell the
+        # processes apart by application_name.
+        server_settings = engine_kwargs.setdefault("connect_args", {}).setdefault("server_settings", {})
+        server_settings["application_name"] = f"heddle-{role}"
+        # On the PostgreSQL bus, the transaction that stores a run event also sends it (0010).
+        server_settings |= bus_settings
     db = Database(s.database_url, **engine_kwargs)
     if s.migrate_on_start:
         await upgrade(s.database_url, engine=db.engine)
     await realtime.start()  # subscribed to the shared bus (if any) before any run can publish
-    request_log = RequestLogWriter(db, metrics)
+    request_log = RequestLogWriter(db, metrics, interval=s.request_log_flush_seconds)
     await request_log.start()
     request_log_pruner = RequestLogPruner(db, retention_days=s.request_log_retention_days,
                                           interval=s.request_log_prune_interval)
@@ -146,6 +156,8 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     hosted = HostedTools(db, outbound, subject_tokens, to_micro(s.tool_call_price_credits))
     registry = ModelRegistry.from_json(s.model_classes)
     events = realtime.publisher
+    if bus_settings:
+        events.sent_by_database = sent_by_database
     run_events = RunEventLog(db)
     if realtime.relay is not None:
         # Another process's run events reach this one's SSE streams as soon as the shared bus

@@ -62,6 +62,15 @@ def event_run_id(name: str, data: dict[str, Any]) -> uuid.UUID | None:
     return raw if isinstance(raw, uuid.UUID) else uuid.UUID(str(raw))
 
 
+def sent_by_database(name: str, data: dict[str, Any]) -> bool:
+    """True for an event `stage()` or a delta write stores (a run's event), which PostgreSQL's
+    event bus then sends from the storing transaction (migration 0010)."""
+    try:
+        return event_run_id(name, data) is not None
+    except ValueError:
+        return False
+
+
 def runs_of(effects: Effects) -> set[uuid.UUID]:
     return {run_id for _, name, data in effects.events if (run_id := event_run_id(name, data))}
 

@@ -4,9 +4,13 @@ A job carries a run id. The worker claims the run (heddle/loom/lease.py: a lease
 token that grows on every claim), executes it with the same engine as `heddle serve`, and
 releases it. What procrastinate gives us, instead of code written here:
 
-* the queue itself, LISTEN/NOTIFY wake-ups and `concurrency` jobs at once per worker;
-* a worker heartbeat; a worker that stops beating (kill -9, a lost host) is "stalled", and the
-  `retry_stalled_jobs` periodic task of any live worker puts its jobs back in the queue;
+* the queue itself, LISTEN/NOTIFY wake-ups and `concurrency` jobs at once per worker (its
+  poll, every `FETCH_POLL_SECONDS`, only finds retried jobs, which procrastinate does not
+  announce);
+* a worker heartbeat; a worker that stops beating (kill -9, a lost host) is "stalled", and
+  every live worker looks for stalled workers' jobs every `stalled_seconds / 2` and puts them
+  back in the queue (procrastinate's `get_stalled_jobs` and `retry_job`, from a plain loop: its
+  periodic-task recipe cost four commits a tick, most of an idle deployment's commits);
 * graceful shutdown on SIGTERM/SIGINT: no new jobs, running jobs get `shutdown_grace`
   seconds to finish, then are aborted and, through the task's retry strategy, handed back to
   the queue for another worker.
@@ -36,7 +40,33 @@ from heddle.realtime.bus import postgres_dsn
 
 log = get_logger(__name__)
 
-RETRY_STALLED_TASK = "heddle.retry_stalled_jobs"
+FETCH_POLL_SECONDS = 5.0  # procrastinate's default; LISTEN/NOTIFY wakes the worker for new jobs
+
+
+CHECK_IDLE_SECONDS = 30.0
+
+
+def _queue_pool(**kwargs):
+    """procrastinate's psycopg pool, checking a connection only after it sat idle.
+
+    procrastinate has the pool check every connection it hands out with an empty query, each a
+    transaction of its own: two commits per job (fetch, finish) on top of the job's own. A
+    connection used within the last `CHECK_IDLE_SECONDS` is handed out as it is; one idle for
+    longer (that PostgreSQL or a proxy may have dropped) is still checked.
+    """
+    import weakref
+
+    import psycopg_pool
+
+    last_used: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    async def check(conn) -> None:
+        now = time.monotonic()
+        previous, last_used[conn] = last_used.get(conn), now
+        if conn.closed or previous is None or now - previous > CHECK_IDLE_SECONDS:
+            await psycopg_pool.AsyncConnectionPool.check_connection(conn)
+
+    return psycopg_pool.AsyncConnectionPool(**{**kwargs, "check": check})
 
 
 class RunWorker:
@@ -53,7 +83,8 @@ class RunWorker:
         self.lease = dt.timedelta(seconds=container.settings.run_lease_seconds)
         self.metrics = QueueMetrics(container.metrics.registry, container.db)
         self.app = procrastinate.App(connector=procrastinate.PsycopgConnector(
-            conninfo=postgres_dsn(container.settings.database_url)))
+            conninfo=postgres_dsn(container.settings.database_url),
+            kwargs={"application_name": "heddle-worker-queue"}, pool_factory=_queue_pool))
         self.running = False  # the procrastinate worker loop is up (health)
         self._register_tasks()
 
@@ -70,17 +101,28 @@ class RunWorker:
                 self.metrics.job_wait.observe(max(0.0, time.time() - enqueued_at))
             await self.execute(uuid.UUID(run_id))
 
-        # procrastinate's recipe for stalled workers (docs: "Retry stalled jobs"), every few seconds.
-        seconds = max(1, int(self.heartbeat_seconds))
-        manager = self.app.job_manager
 
-        @self.app.periodic(cron=f"* * * * * */{seconds}")
-        @self.app.task(name=RETRY_STALLED_TASK, queue=QUEUE, queueing_lock=RETRY_STALLED_TASK,
-                       pass_context=False)
-        async def retry_stalled_jobs(timestamp: int) -> None:
-            for job in await manager.get_stalled_jobs(seconds_since_heartbeat=self.stalled_seconds):
-                log.info("stalled_job_retried", job_id=job.id, task=job.task_name)
+    async def retry_stalled_jobs(self) -> int:
+        """Put the jobs of workers that stopped beating back in the queue; returns how many."""
+        manager = self.app.job_manager
+        retried = 0
+        for job in await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=self.stalled_seconds):
+            try:
                 await manager.retry_job(job)
+            except Exception as exc:  # another live worker retried it first
+                log.info("stalled_job_not_retried", job_id=job.id, error=type(exc).__name__)
+                continue
+            log.info("stalled_job_retried", job_id=job.id, task=job.task_name)
+            retried += 1
+        return retried
+
+    async def _watch_stalled(self) -> None:
+        while True:
+            await asyncio.sleep(max(0.5, self.stalled_seconds / 2))
+            try:
+                await self.retry_stalled_jobs()
+            except Exception as exc:  # the database is away: try again next time
+                log.warning("stalled_jobs_check_failed", error=type(exc).__name__, detail=str(exc)[:200])
 
     async def execute(self, run_id: uuid.UUID) -> None:
         """Claim and execute the run; wait out another holder's live lease first."""
@@ -105,11 +147,14 @@ class RunWorker:
         """Work until SIGTERM/SIGINT (procrastinate's handlers), then shut down gracefully."""
         async with self.app.open_async():
             self.running = True
+            watcher = asyncio.create_task(self._watch_stalled(), name="retry-stalled-jobs")
             try:
                 await self.app.run_worker_async(
                     queues=[QUEUE], concurrency=self.concurrency, name=self.owner, wait=True,
                     install_signal_handlers=True, shutdown_graceful_timeout=self.shutdown_grace,
-                    update_heartbeat_interval=self.heartbeat_seconds,
+                    update_heartbeat_interval=self.heartbeat_seconds, fetch_job_polling_interval=FETCH_POLL_SECONDS,
                     stalled_worker_timeout=self.stalled_seconds, delete_jobs="successful")
             finally:
                 self.running = False
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)

@@ -9,6 +9,13 @@ Order per thread: a publisher awaits each send before the next (one run executes
 time, and it publishes in order), PostgreSQL delivers notifications in commit order and Redis
 delivers one client's messages in order; the relay hands them to the hub one at a time.
 
+On PostgreSQL a run's stored events (`run.updated`, `message.created` and its streamed pieces,
+every row of `run_events`) are not sent from here: the transaction that stores them sends them
+(migration 0010's trigger, for connections that carry `database_settings()`), so an event costs
+no transaction of its own and arrives in commit order with the change it describes. A row of
+several streamed pieces arrives as one message and is relayed as the pieces it holds. The
+publisher sends the rest (a thread's deletion), each on its own.
+
 Events are at most once: a relay whose connection drops reconnects with back-off, and events
 sent meanwhile are lost to its sockets (clients fall back to reading the run, as with any
 realtime hiccup). Nothing here is a queue; the bus libraries do the delivery.
@@ -22,6 +29,8 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from heddle.loom.deltas import DELTA_EVENT
+from heddle.loom.run_events import PACKED_DELTAS
 from heddle.observability.logging import get_logger
 from heddle.realtime import protocol
 from heddle.realtime.hub import RealtimeHub
@@ -34,6 +43,10 @@ Handler = Callable[[str], Awaitable[None]]
 # one transaction (delivered together and in order) and are joined by the listener.
 PG_PART_BYTES = 7000
 RECONNECT_DELAYS = (0.1, 0.5, 1.0, 2.0, 5.0)
+# The listener checks its connection this often with a cheap query (each one a transaction; an
+# idle deployment's commits are budgeted, tests/scale/test_pg_commits.py).
+LISTEN_CHECK_SECONDS = 30.0
+APPLICATION = {"application_name": "heddle-bus"}  # as pg_stat_activity shows these connections
 
 
 class EventBus(Protocol):
@@ -52,11 +65,27 @@ def encode_event(channel: str, event: str, data: dict[str, Any]) -> str:
                       separators=(",", ":"))
 
 
-def decode_event(message: str) -> tuple[str, str, dict[str, Any]]:
+def decode_events(message: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """The events of one bus message: one, or each piece of a stored row of streamed pieces."""
     doc = json.loads(message)
-    if not isinstance(doc, dict) or not isinstance(doc.get("d"), dict):
+    if not isinstance(doc, dict):
         raise ValueError("not an event")
-    return str(doc["c"]), str(doc["e"]), doc["d"]
+    channel, event, data = str(doc.get("c")), str(doc.get("e")), doc.get("d")
+    if event == PACKED_DELTAS and isinstance(data, list) and all(isinstance(d, dict) for d in data):
+        return [(channel, DELTA_EVENT, piece) for piece in data]
+    if not isinstance(data, dict):
+        raise ValueError("not an event")
+    return [(channel, event, data)]
+
+
+def database_settings(kind: str, channel: str) -> dict[str, str]:
+    """Session parameters of a process's database connections on this bus: on PostgreSQL, the
+    channel that migration 0010's trigger announces stored run events on."""
+    return {"heddle.event_bus_channel": channel} if kind == "postgres" else {}
+
+
+async def _no_reset(_conn) -> None:
+    return None
 
 
 async def _backoff(attempt: int) -> None:
@@ -77,7 +106,11 @@ class PostgresBus:
 
         async with self._pool_lock:
             if self._pool is None:
-                self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=4)
+                # reset=None: asyncpg's default reset runs `pg_advisory_unlock_all(); CLOSE ALL;
+                # UNLISTEN *; RESET ALL` (a transaction) on every release; these connections
+                # only ever send NOTIFY, so there is nothing to reset.
+                self._pool = await asyncpg.create_pool(self.dsn, min_size=1, max_size=4, reset=_no_reset,
+                                                       server_settings=APPLICATION)
             return self._pool
 
     async def send(self, message: str) -> None:
@@ -120,12 +153,12 @@ class PostgresBus:
             while True:
                 conn = None
                 try:
-                    conn = await asyncpg.connect(self.dsn)
+                    conn = await asyncpg.connect(self.dsn, server_settings=APPLICATION)
                     await conn.add_listener(self.channel, on_notify)
                     attempt = 0
                     ready.set()
                     while not conn.is_closed():  # a cheap query notices a dead connection
-                        await asyncio.sleep(2)
+                        await asyncio.sleep(LISTEN_CHECK_SECONDS)
                         await asyncio.wait_for(conn.execute("SELECT 1"), 5)
                 except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                     log.warning("event_bus_reconnect", bus="postgres", error=type(exc).__name__)
@@ -188,12 +221,19 @@ class BusPublisher:
     """The EventPublisher of a process on a shared bus. Never raises: the events describe
     committed changes, so a failed send is logged and counted, as the other publishers do."""
 
-    def __init__(self, bus: EventBus):
+    def __init__(self, bus: EventBus, *, sent_by_database: Callable[[str, dict[str, Any]], bool] | None = None):
         self.bus = bus
+        # On PostgreSQL: True for the events the storing transaction sends (see the module
+        # docstring); publishing those again would deliver them twice.
+        self.sent_by_database = sent_by_database
         self.sent = 0
+        self.by_database = 0  # events left to the storing transaction
         self.failed = 0
 
     async def publish(self, channel: str, event: str, data: dict[str, Any]) -> None:
+        if self.sent_by_database is not None and self.sent_by_database(event, data):
+            self.by_database += 1
+            return
         try:
             await self.bus.send(encode_event(channel, event, data))
             self.sent += 1
@@ -223,11 +263,11 @@ class BusRelay:
 
     async def _deliver(self, message: str) -> None:
         try:
-            channel, event, data = decode_event(message)
-            await self.hub.publish(channel, event, data)
-            self.relayed += 1
-            for observe in self.observers:
-                observe(channel, event, data)
+            for channel, event, data in decode_events(message):
+                await self.hub.publish(channel, event, data)
+                self.relayed += 1
+                for observe in self.observers:
+                    observe(channel, event, data)
         except Exception as exc:  # one bad message must not stop the relay
             log.warning("event_bus_message_dropped", error=type(exc).__name__, detail=str(exc)[:200])
 
