@@ -120,8 +120,8 @@ def test_request_bodies_and_examples(doc):
     for name in ("Thread", "Message", "Run", "Trace", "IdentifyResult", "Workspace", "IdentifyRequest"):
         assert doc["components"]["schemas"][name]["examples"], name
     run = doc["components"]["schemas"]["Run"]
-    assert run["properties"]["state"]["enum"] == ["queued", "running", "awaiting_input", "awaiting_outcome", "closed",
-                                                 "failed"]
+    assert resolve(doc, run["properties"]["state"])["enum"] == [
+        "queued", "running", "awaiting_input", "awaiting_outcome", "closed", "failed"]
     assert {"terminal", "latest_message", "pending", "error", "connection"} <= set(run["required"])
 
 
