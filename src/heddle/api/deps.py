@@ -20,7 +20,6 @@ from heddle.container import Container
 from heddle.errors import HeddleError
 from heddle.idempotency.http import claim_key
 
-
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 

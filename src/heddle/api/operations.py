@@ -33,7 +33,8 @@ UUIDPath = Annotated[str, Path(json_schema_extra={"format": "uuid"})]
 SUBJECT_SCHEMA = {"type": "string", "minLength": 3, "maxLength": 288,
                   "pattern": r"^[a-z0-9][a-z0-9_.\-]{0,31}:[^\s:\x00-\x1f\x7f-\x9f][^\s\x00-\x1f\x7f-\x9f]*$"}
 SubjectPath = Annotated[str, Path(json_schema_extra={
-    **SUBJECT_SCHEMA, "description": "The person's subject, `<channel>:<channel_user_id>`.", "examples": ["web:alice"]})]
+    **SUBJECT_SCHEMA, "description": "The person's subject, `<channel>:<channel_user_id>`.",
+    "examples": ["web:alice"]})]
 
 # Security requirements (the schemes themselves are in heddle.api.openapi).
 WORKSPACE_KEY: list[dict[str, list[str]]] = [{"workspaceKey": []}]
