@@ -427,7 +427,7 @@ export interface components {
              * @default success
              * @constant
              */
-            status: "success";
+            status?: "success";
             data: components["schemas"]["ChannelAuth"];
             /** Auth */
             auth: string;
@@ -612,7 +612,7 @@ export interface components {
              * Details
              * @description Extra context, such as the fields that failed validation.
              */
-            details?: unknown | null;
+            details?: unknown;
         };
         /** ErrorEnvelope */
         ErrorEnvelope: {
@@ -687,24 +687,24 @@ export interface components {
          * IdentifyResult
          * @description Where an identifier leads. Fields that are unknown are omitted, never null.
          * @example {
+         *       "result": "identified",
+         *       "rail": "swift",
          *       "country": "DE",
-         *       "identified_at": "2026-01-01T12:00:00.000Z",
          *       "institution": {
+         *         "name": "Deutsche Bank",
+         *         "type": "bank",
+         *         "code": "DEUTDEFF",
+         *         "bic": "DEUTDEFFXXX",
          *         "address": {
          *           "city": "Frankfurt am Main",
          *           "country": "DE"
-         *         },
-         *         "bic": "DEUTDEFFXXX",
-         *         "code": "DEUTDEFF",
-         *         "name": "Deutsche Bank",
-         *         "type": "bank"
+         *         }
          *       },
-         *       "rail": "swift",
          *       "reachable_rails": [
          *         "swift",
          *         "sepa"
          *       ],
-         *       "result": "identified"
+         *       "identified_at": "2026-01-01T12:00:00.000Z"
          *     }
          */
         IdentifyResult: {
@@ -731,6 +731,8 @@ export interface components {
              */
             detail?: string | null;
         };
+        /** @enum {string} */
+        IfBusy: "reject" | "enqueue" | "interrupt";
         /** InputPending */
         InputPending: {
             /**
@@ -754,6 +756,8 @@ export interface components {
              */
             country?: string | null;
         };
+        /** @enum {string} */
+        Interaction: "auto" | "confirm" | "approve";
         /** KeyRef */
         KeyRef: {
             /**
@@ -771,12 +775,12 @@ export interface components {
          * Message
          * @description One message of a thread; payload of the `message.created` event.
          * @example {
-         *       "content": "021000021 is JPMorgan Chase Bank (routing_number).",
-         *       "created_at": "2026-01-01T12:00:01Z",
          *       "id": "7c1d2e3f-1111-4a2b-9c3d-4e5f6a7b8c9d",
-         *       "role": "assistant",
+         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
          *       "run_id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
-         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40"
+         *       "role": "assistant",
+         *       "content": "021000021 is JPMorgan Chase Bank (routing_number).",
+         *       "created_at": "2026-01-01T12:00:01Z"
          *     }
          */
         Message: {
@@ -792,11 +796,7 @@ export interface components {
             thread_id: string;
             /** Run Id */
             run_id: string | null;
-            /**
-             * Role
-             * @enum {string}
-             */
-            role: "user" | "assistant";
+            role: components["schemas"]["MessageRole"];
             /** Content */
             content: string;
             /**
@@ -830,6 +830,8 @@ export interface components {
             /** Queue Position */
             queue_position?: number | null;
         };
+        /** @enum {string} */
+        MessageRole: "user" | "assistant";
         /**
          * NameResolutionStatus
          * @enum {string}
@@ -840,11 +842,7 @@ export interface components {
          * @description What the caller reported for a `confirm` tool call (or an at-most-once call of unknown fate).
          */
         Outcome: {
-            /**
-             * State
-             * @enum {string}
-             */
-            state: "occurred" | "failed";
+            state: components["schemas"]["OutcomeState"];
             /** Detail */
             detail: {
                 [key: string]: unknown;
@@ -865,6 +863,8 @@ export interface components {
              */
             tool_calls: components["schemas"]["ToolCall"][];
         };
+        /** @enum {string} */
+        OutcomeState: "occurred" | "failed";
         /** MessagePage */
         MessagePage: {
             /** Items */
@@ -898,22 +898,14 @@ export interface components {
         PostMessage: {
             /** Content */
             content: string;
-            /**
-             * If Busy
-             * @default reject
-             * @enum {string}
-             */
-            if_busy: "reject" | "enqueue" | "interrupt";
+            /** @default reject */
+            if_busy?: components["schemas"]["IfBusy"];
         };
         /** PostOutcome */
         PostOutcome: {
             /** Tool Call Id */
             tool_call_id: string;
-            /**
-             * State
-             * @enum {string}
-             */
-            state: "occurred" | "failed";
+            state: components["schemas"]["OutcomeState"];
             /** Detail */
             detail?: {
                 [key: string]: unknown;
@@ -928,12 +920,12 @@ export interface components {
          * RealtimeConfig
          * @description What pusher-js needs to connect; never a secret.
          * @example {
-         *       "cluster": "mt1",
          *       "enabled": true,
-         *       "force_tls": false,
          *       "key": "heddle",
+         *       "cluster": "mt1",
          *       "ws_host": "127.0.0.1",
-         *       "ws_port": 8080
+         *       "ws_port": 8080,
+         *       "force_tls": false
          *     }
          */
         RealtimeConfig: {
@@ -956,28 +948,32 @@ export interface components {
             /** Force Tls */
             force_tls: boolean;
         };
+        /** @enum {string} */
+        Reliability: "idempotent" | "at_most_once";
         /**
          * ResultKind
          * @enum {string}
          */
         ResultKind: "identified" | "not_found" | "unsupported";
+        /** @enum {string} */
+        Risk: "low" | "medium" | "high";
         /**
          * Run
          * @description One turn of the agent; payload of the `run.updated` event.
          * @example {
-         *       "connection": null,
-         *       "cost_credits": 0.25,
-         *       "created_at": "2026-01-01T12:00:00Z",
-         *       "error": null,
          *       "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
-         *       "latest_message": null,
-         *       "pending": {
-         *         "question": "Which account?",
-         *         "type": "input"
-         *       },
+         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
          *       "state": "awaiting_input",
          *       "terminal": false,
-         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
+         *       "cost_credits": 0.25,
+         *       "connection": null,
+         *       "latest_message": null,
+         *       "pending": {
+         *         "type": "input",
+         *         "question": "Which account?"
+         *       },
+         *       "error": null,
+         *       "created_at": "2026-01-01T12:00:00Z",
          *       "updated_at": "2026-01-01T12:00:01Z"
          *     }
          */
@@ -992,11 +988,7 @@ export interface components {
              * Format: uuid
              */
             thread_id: string;
-            /**
-             * State
-             * @enum {string}
-             */
-            state: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
+            state: components["schemas"]["RunState"];
             /**
              * Terminal
              * @description True when the run will not change again (`closed` or `failed`).
@@ -1049,12 +1041,10 @@ export interface components {
              * Format: uuid
              */
             id: string;
-            /**
-             * State
-             * @enum {string}
-             */
-            state: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
+            state: components["schemas"]["RunState"];
         };
+        /** @enum {string} */
+        RunState: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
         /** SubjectDeleted */
         SubjectDeleted: {
             /** Subject */
@@ -1067,10 +1057,10 @@ export interface components {
          * Thread
          * @description A subject's conversation with one agent.
          * @example {
-         *       "agent": "agent_3k9x2m",
-         *       "created_at": "2026-01-01T12:00:00Z",
          *       "id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
-         *       "subject": "web:alice"
+         *       "agent": "agent_3k9x2m",
+         *       "subject": "web:alice",
+         *       "created_at": "2026-01-01T12:00:00Z"
          *     }
          */
         Thread: {
@@ -1111,10 +1101,16 @@ export interface components {
          * ThreadDetail
          * @description GET /threads/{id}: the Thread, its current run and its queue.
          * @example {
-         *       "agent": "agent_3k9x2m",
-         *       "created_at": "2026-01-01T12:00:00Z",
          *       "id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
-         *       "subject": "web:alice"
+         *       "agent": "agent_3k9x2m",
+         *       "subject": "web:alice",
+         *       "created_at": "2026-01-01T12:00:00Z",
+         *       "latest_run": {
+         *         "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
+         *         "state": "awaiting_input"
+         *       },
+         *       "queued_messages": 0,
+         *       "last_message_at": "2026-01-01T12:00:01Z"
          *     }
          */
         ThreadDetail: {
@@ -1162,18 +1158,9 @@ export interface components {
              * @description The tool host's own reference for the side effect it started.
              */
             patch_ref: string | null;
-            /**
-             * Interaction
-             * @description `auto`, `confirm` (the run awaits an outcome) or `approve`.
-             * @example confirm
-             */
-            interaction: string;
-            /**
-             * Status
-             * @description `pending`, `succeeded`, `failed`, `awaiting_outcome` or `resolved`.
-             * @example awaiting_outcome
-             */
-            status: string;
+            /** @description `confirm`: the run awaits an outcome; `approve`: it awaits the caller's approval before the call. */
+            interaction: components["schemas"]["Interaction"];
+            status: components["schemas"]["ToolCallStatus"];
             /** Args */
             args: {
                 [key: string]: unknown;
@@ -1183,18 +1170,8 @@ export interface components {
              * @description The tool's result (an object), null until it answers.
              */
             result: unknown;
-            /**
-             * Risk
-             * @description `low`, `medium` or `high`.
-             * @example low
-             */
-            risk: string;
-            /**
-             * Reliability
-             * @description `idempotent` or `at_most_once`.
-             * @example idempotent
-             */
-            reliability: string;
+            risk: components["schemas"]["Risk"];
+            reliability: components["schemas"]["Reliability"];
             /**
              * Cost Credits
              * @description Credits (up to 6 decimals).
@@ -1205,7 +1182,7 @@ export interface components {
              * @description Present for `interaction: approve` tools.
              * @default null
              */
-            approval: components["schemas"]["ToolCallApproval"] | null;
+            approval?: components["schemas"]["ToolCallApproval"] | null;
         };
         /**
          * ToolCallApproval
@@ -1216,63 +1193,69 @@ export interface components {
              * Required
              * @default null
              */
-            required: boolean | null;
+            required?: boolean | null;
             /**
              * Why
              * @default null
              */
-            why: string | null;
+            why?: string | null;
             /**
              * Rule
              * @default null
              */
-            rule: unknown;
+            rule?: unknown;
             /**
              * Requested At
              * @default null
              */
-            requested_at: string | null;
+            requested_at?: string | null;
             /**
              * Approved
              * @default null
              */
-            approved: boolean | null;
+            approved?: boolean | null;
             /**
              * By
              * @description Who answered: `{mode, key_id, subject}`.
              * @default null
              */
-            by: {
+            by?: {
                 [key: string]: unknown;
             } | null;
             /**
              * At
              * @default null
              */
-            at: string | null;
+            at?: string | null;
             /**
              * Reason
              * @default null
              */
-            reason: string | null;
+            reason?: string | null;
         };
+        /** @enum {string} */
+        ToolCallStatus: "pending" | "succeeded" | "failed" | "awaiting_outcome" | "resolved" | "awaiting_approval" | "declined";
         /**
          * Trace
          * @description A run with its turns, tool calls and attributed API calls.
          * @example {
-         *       "api_calls": [],
-         *       "api_calls_total": 0,
-         *       "closed_at": "2026-01-01T12:00:02Z",
-         *       "control": {},
-         *       "cost_credits": 0.25,
-         *       "created_at": "2026-01-01T12:00:00Z",
          *       "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
-         *       "opened_at": "2026-01-01T12:00:00Z",
+         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
          *       "state": "closed",
          *       "terminal": true,
-         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
+         *       "cost_credits": 0.25,
+         *       "connection": null,
+         *       "latest_message": null,
+         *       "pending": null,
+         *       "error": null,
+         *       "created_at": "2026-01-01T12:00:00Z",
+         *       "updated_at": "2026-01-01T12:00:01Z",
+         *       "opened_at": "2026-01-01T12:00:00Z",
+         *       "closed_at": "2026-01-01T12:00:02Z",
          *       "turns": [],
-         *       "updated_at": "2026-01-01T12:00:01Z"
+         *       "api_calls": [],
+         *       "api_calls_total": 0,
+         *       "control": {}
          *     }
          */
         Trace: {
@@ -1286,11 +1269,7 @@ export interface components {
              * Format: uuid
              */
             thread_id: string;
-            /**
-             * State
-             * @enum {string}
-             */
-            state: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
+            state: components["schemas"]["RunState"];
             /**
              * Terminal
              * @description True when the run will not change again (`closed` or `failed`).
@@ -1391,13 +1370,13 @@ export interface components {
          * Workspace
          * @description The calling workspace and the key that called.
          * @example {
-         *       "balance_credits": 99,
          *       "id": "ws_3k9x2m",
+         *       "name": "Acme",
+         *       "balance_credits": 99,
          *       "key": {
          *         "id": "key_7h2k",
          *         "mode": "live"
          *       },
-         *       "name": "Acme",
          *       "realtime": true
          *     }
          */
@@ -1446,13 +1425,22 @@ export interface components {
          * @description Signed with `Service-Signature` (as tool calls are, under the webhook secret); the same
          *     `id` on every retry.
          * @example {
+         *       "id": "evt_5f1c0b7e2a9d4c3b8a716e2f",
+         *       "type": "run.closed",
          *       "created_at": "2026-01-01T12:00:02Z",
          *       "data": {
          *         "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
-         *         "state": "closed"
-         *       },
-         *       "id": "evt_5f1c0b7e2a9d4c3b8a716e2f",
-         *       "type": "run.closed"
+         *         "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
+         *         "state": "closed",
+         *         "terminal": true,
+         *         "cost_credits": 0.25,
+         *         "connection": null,
+         *         "latest_message": null,
+         *         "pending": null,
+         *         "error": null,
+         *         "created_at": "2026-01-01T12:00:00Z",
+         *         "updated_at": "2026-01-01T12:00:01Z"
+         *       }
          *     }
          */
         WebhookEvent: {
@@ -1478,7 +1466,14 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description This request's id; quote it when reporting a problem. */
+        "Request-Id": string;
+        /** @description Seconds to wait before retrying. */
+        "Retry-After": number;
+        /** @description `true` when this is the stored response to an earlier request with the same Idempotency-Key. */
+        "Idempotent-Replayed": "true";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1495,12 +1490,51 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["HealthEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -1517,8 +1551,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1528,8 +1561,17 @@ export interface operations {
             /** @description Error codes: `invalid_request` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1539,8 +1581,7 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1550,8 +1591,18 @@ export interface operations {
             /** @description Error codes: `service_unavailable` */
             503: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1564,7 +1615,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -1575,8 +1626,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1586,8 +1636,7 @@ export interface operations {
             /** @description Error codes: `invalid_request` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1597,8 +1646,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1608,8 +1656,17 @@ export interface operations {
             /** @description Error codes: `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1619,8 +1676,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1630,8 +1687,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1641,8 +1697,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1657,7 +1733,7 @@ export interface operations {
             header?: {
                 /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
                 "Idempotency-Key"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -1672,19 +1748,18 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["IdentifyResultEnvelope"];
                 };
             };
-            /** @description Error codes: `ambiguous_identifier`, `invalid_identifier`, `invalid_request` */
+            /** @description Error codes: `ambiguous_identifier`, `invalid_identifier`, `invalid_request`, `json_too_deep` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1694,8 +1769,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1705,8 +1779,7 @@ export interface operations {
             /** @description Error codes: `insufficient_credits` */
             402: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1716,8 +1789,27 @@ export interface operations {
             /** @description Error codes: `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1727,8 +1819,7 @@ export interface operations {
             /** @description Error codes: `idempotency_key_reused` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1738,8 +1829,7 @@ export interface operations {
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1749,8 +1839,7 @@ export interface operations {
             /** @description Error codes: `unsupported_media_type` */
             415: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1760,8 +1849,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1771,8 +1860,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1782,8 +1870,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1805,7 +1913,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -1816,8 +1924,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1827,8 +1934,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1838,8 +1944,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1849,8 +1954,17 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1860,8 +1974,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1871,8 +1985,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1882,8 +1995,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1903,7 +2036,7 @@ export interface operations {
                 "Service-Subject"?: string;
                 /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
                 "Idempotency-Key"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -1918,8 +2051,8 @@ export interface operations {
             /** @description The subject's existing thread for that agent */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1929,19 +2062,18 @@ export interface operations {
             /** @description Successful Response */
             201: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ThreadEnvelope"];
                 };
             };
-            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1951,8 +2083,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1962,8 +2093,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1973,8 +2103,27 @@ export interface operations {
             /** @description Error codes: `agent_not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1984,8 +2133,7 @@ export interface operations {
             /** @description Error codes: `idempotency_key_reused` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1995,8 +2143,7 @@ export interface operations {
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2006,8 +2153,7 @@ export interface operations {
             /** @description Error codes: `unsupported_media_type` */
             415: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2017,8 +2163,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2028,8 +2174,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2039,8 +2184,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2061,7 +2226,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2074,8 +2239,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2085,8 +2249,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2096,8 +2259,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2107,8 +2269,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2118,8 +2279,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2129,8 +2299,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2140,8 +2310,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2151,8 +2320,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2177,7 +2366,7 @@ export interface operations {
                 "Service-Connection"?: string;
                 /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
                 "Idempotency-Key"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2194,19 +2383,18 @@ export interface operations {
             /** @description Successful Response */
             202: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MessageAcceptedEnvelope"];
                 };
             };
-            /** @description Error codes: `connection_not_found`, `connection_required`, `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
+            /** @description Error codes: `connection_not_found`, `connection_required`, `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2216,8 +2404,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2227,8 +2414,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2238,8 +2424,27 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2249,8 +2454,7 @@ export interface operations {
             /** @description Error codes: `idempotency_key_reused`, `run_active` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2260,8 +2464,7 @@ export interface operations {
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2271,8 +2474,7 @@ export interface operations {
             /** @description Error codes: `unsupported_media_type` */
             415: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2282,8 +2484,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2293,8 +2495,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2304,8 +2505,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2323,7 +2544,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2336,8 +2557,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2347,8 +2567,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2358,8 +2577,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2369,8 +2587,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2380,8 +2597,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2391,8 +2617,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2402,8 +2628,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2413,8 +2638,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2432,7 +2677,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2445,8 +2690,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2456,8 +2700,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2467,8 +2710,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2478,8 +2720,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2489,8 +2730,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2500,8 +2750,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2511,8 +2761,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2522,8 +2771,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2543,7 +2812,7 @@ export interface operations {
                 "Service-Subject"?: string;
                 /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
                 "Idempotency-Key"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2560,19 +2829,18 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunEnvelope"];
                 };
             };
-            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2582,8 +2850,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2593,8 +2860,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2604,8 +2870,27 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2615,8 +2900,7 @@ export interface operations {
             /** @description Error codes: `idempotency_key_reused`, `run_not_awaiting_outcome` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2626,8 +2910,7 @@ export interface operations {
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2637,8 +2920,7 @@ export interface operations {
             /** @description Error codes: `unsupported_media_type` */
             415: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2648,8 +2930,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2659,8 +2941,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2670,8 +2951,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2691,7 +2992,7 @@ export interface operations {
                 "Service-Subject"?: string;
                 /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
                 "Idempotency-Key"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2704,8 +3005,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2715,8 +3016,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2726,8 +3026,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2737,8 +3036,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2748,8 +3046,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2759,8 +3066,7 @@ export interface operations {
             /** @description Error codes: `idempotency_key_reused`, `run_terminal` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2770,8 +3076,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2781,8 +3087,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2792,8 +3097,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2811,7 +3136,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2828,19 +3153,17 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunEnvelope"];
                 };
             };
-            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2850,8 +3173,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2861,8 +3183,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2872,8 +3193,27 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2883,8 +3223,7 @@ export interface operations {
             /** @description Error codes: `run_not_awaiting_approval` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2894,8 +3233,7 @@ export interface operations {
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2905,8 +3243,7 @@ export interface operations {
             /** @description Error codes: `unsupported_media_type` */
             415: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2916,8 +3253,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2927,8 +3264,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2938,8 +3274,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2957,7 +3313,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2970,8 +3326,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2981,8 +3336,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2992,8 +3346,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3003,8 +3356,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3014,8 +3366,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3025,8 +3386,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3036,8 +3397,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3047,8 +3407,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3066,7 +3446,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -3079,8 +3459,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3090,8 +3469,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3101,8 +3479,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3112,8 +3489,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3123,8 +3499,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3134,8 +3519,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3145,8 +3530,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3156,8 +3540,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3170,7 +3574,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -3183,8 +3587,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3194,8 +3597,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3205,8 +3607,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3216,8 +3617,17 @@ export interface operations {
             /** @description Error codes: `forbidden`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3227,8 +3637,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3238,8 +3648,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3249,8 +3658,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3272,7 +3701,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -3285,8 +3714,7 @@ export interface operations {
             /** @description `run.updated` (data: Run), `message.created` (data: Message) and `message.delta` events, each with `id:`; the stream ends after the run's terminal event */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3296,8 +3724,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3307,8 +3734,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3318,8 +3744,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3329,8 +3754,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3340,8 +3774,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3351,8 +3785,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3362,8 +3795,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3381,7 +3834,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -3392,8 +3845,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3403,8 +3855,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3414,8 +3865,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3425,8 +3875,17 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3436,8 +3895,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3447,8 +3906,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3458,8 +3916,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3477,7 +3955,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -3493,19 +3971,17 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ChannelAuthEnvelope"];
                 };
             };
-            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3515,8 +3991,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3526,8 +4001,27 @@ export interface operations {
             /** @description Error codes: `forbidden`, `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3537,8 +4031,7 @@ export interface operations {
             /** @description Error codes: `realtime_disabled` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3548,8 +4041,7 @@ export interface operations {
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3559,8 +4051,7 @@ export interface operations {
             /** @description Error codes: `unsupported_media_type` */
             415: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3570,8 +4061,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3581,8 +4072,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3592,8 +4082,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
