@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.api.headers import from_own_origin
 from heddle.api.headers import header as scope_header
+from heddle.api.operations import refuse_unknown_query
 from heddle.auth.context import AuthContext
 from heddle.auth.relay import authenticate_secret
 from heddle.auth.session_tokens import looks_like_jwt
@@ -64,6 +65,7 @@ async def _admit(request: Request, ctx: AuthContext) -> AuthContext:
     """Publish the caller (the request log records a refused request too), then count the
     request against its key's and subject's rate limits: 429 `rate_limited` before any work."""
     _publish(request, ctx)
+    refuse_unknown_query(request)
     run = header(request, b"service-run")
     if run is not None and not _UUID.fullmatch(run):
         # Said, not ignored: a caller who meant to attribute the call learns that it was not.
