@@ -34,7 +34,8 @@ def test_schemathesis_checks_all(server, tenant, tmp_path):
         "--phases", "examples,coverage,fuzzing", "--request-timeout", "15", "--no-color",
         "--header", f"Authorization: Bearer {tenant.secret}", "--header", "Service-Subject: web:schemathesis",
     ]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=900,
+    # cwd: schemathesis keeps a cache in `.schemathesis/` of its working directory
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=tmp_path,
                           env={**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_HOOKS": ""})
     output = proc.stdout + proc.stderr
     print(output[-6000:])
