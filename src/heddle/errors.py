@@ -34,7 +34,7 @@ _CODES = [
     # --- authentication and authorization ---
     ErrorCode("unauthorized", 401, "Missing, malformed, expired, revoked or unverifiable credential."),
     ErrorCode("forbidden", 403, "The credential is valid but may not act on this object."),
-    ErrorCode("secret_key_in_browser", 403, "A workspace secret was sent from a browser (Origin header present)."),
+    ErrorCode("secret_key_in_browser", 403, "A workspace secret was sent from a browser (an Origin header other than this server's own)."),
     ErrorCode("origin_not_allowed", 403, "The request Origin is not in the workspace's allowed origins."),
     ErrorCode("subject_required", 400, "A relay Loom call needs the Service-Subject header."),
     ErrorCode("subject_header_with_token", 400, "Service-Subject must not be sent with a session token."),

@@ -27,5 +27,8 @@ def test_service_run_header_attributes_calls(server, http, tenant):
     assert trace["api_calls"][0]["created_at"] >= trace["api_calls"][-1]["created_at"]
 
 
-def test_malformed_service_run_is_ignored(server, http, tenant):
-    assert http.get("/v1/workspace", headers={**tenant.headers(), "Service-Run": "nope"}).status_code == 200
+def test_malformed_service_run_is_refused(server, http, tenant):
+    # Issue 30: the document says a UUID, and a caller who meant to attribute the call must learn
+    # that it was not (it used to be ignored silently).
+    r = http.get("/v1/workspace", headers={**tenant.headers(), "Service-Run": "nope"})
+    assert r.status_code == 400 and r.json()["error"]["details"][0]["field"] == "Service-Run"

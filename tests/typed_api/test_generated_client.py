@@ -89,7 +89,7 @@ def test_generated_client_full_conversation(generated, server, tenant, toolhost)
     [call] = run.pending.tool_calls
     done = mod(loom + "post_outcome").sync(
         str(run.id), client=client, service_subject=subject,
-        body=models.PostOutcome(tool_call_id=str(call.id), state=models.PostOutcomeState.OCCURRED))
+        body=models.PostOutcome(tool_call_id=str(call.id), state=models.OutcomeState.OCCURRED))
     assert isinstance(done.data, models.Run)
     run = wait(client, str(run.id), subject, states=("closed", "failed"))
     assert run.state == models.RunState.CLOSED

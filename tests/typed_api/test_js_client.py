@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -45,8 +46,10 @@ def test_generated_types_are_current(js_client, server, tmp_path):
     assert committed == served == json.loads(document_json()), (
         "clients/js/openapi.json is stale: run `make js-types`")
     out = tmp_path / "schema.d.ts"
-    subprocess.run([str(js_client / "node_modules" / ".bin" / "openapi-typescript"), str(js_client / "openapi.json"),
-                    "-o", str(out)], check=True, capture_output=True, timeout=120)
+    # The flags of `npm run generate` (package.json), writing elsewhere.
+    generate = shlex.split(json.loads((js_client / "package.json").read_text())["scripts"]["generate"])
+    generate = [str(js_client / "node_modules" / ".bin" / generate[0]), *generate[1:-1], str(out)]
+    subprocess.run(generate, cwd=js_client, check=True, capture_output=True, timeout=120)
     assert out.read_text() == (js_client / "src" / "schema.d.ts").read_text(), (
         "clients/js/src/schema.d.ts is stale: run `make js-types`")
     tsc = subprocess.run([str(js_client / "node_modules" / ".bin" / "tsc"), "-p", "tsconfig.json"], cwd=js_client,
@@ -64,3 +67,28 @@ def test_js_client_against_a_real_server(js_client, server, tenant, toolhost):
                           text=True, timeout=180, env={**os.environ, "HEDDLE_JS_TEST": json.dumps(config)})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "pass 6" in proc.stdout and "fail 0" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_redocly_lint_finds_nothing(js_client):
+    """`@redocly/cli lint` with every recommended rule: no error and no warning."""
+    lint = subprocess.run([str(js_client / "node_modules" / ".bin" / "redocly"), "lint", "openapi.json",
+                           "--format", "json"], cwd=js_client, capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "REDOCLY_TELEMETRY": "off", "REDOCLY_SUPPRESS_UPDATE_NOTICE": "true"})
+    report = json.loads(lint.stdout)
+    assert report["totals"] == {"errors": 0, "warnings": 0, "ignored": 0}, [
+        (p["ruleId"], p["message"]) for p in report["problems"]][:20]
+    assert lint.returncode == 0
+
+
+def test_openapi_fetch_session(js_client, server, tenant, toolhost, tmp_path):
+    """openapi-typescript's types + openapi-fetch: type-checked (strict) and run against the server."""
+    tsc = subprocess.run([str(js_client / "node_modules" / ".bin" / "tsc"), "-p", "tsconfig.session.json",
+                          "--outDir", str(tmp_path)], cwd=js_client, capture_output=True, text=True, timeout=180)
+    assert tsc.returncode == 0, tsc.stdout + tsc.stderr
+    (tmp_path / "node_modules").symlink_to(js_client / "node_modules")  # openapi-fetch, for the compiled file
+    config = {"baseUrl": server.base_url, "apiKey": tenant.secret, "workspaceId": tenant.workspace_id,
+              "agent": tenant.agent}
+    run = subprocess.run(["node", str(tmp_path / "openapi-fetch-session.mjs")], capture_output=True, text=True,
+                         timeout=180, env={**os.environ, "HEDDLE_JS_TEST": json.dumps(config)})
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "1 passed, 0 failed" in run.stdout

@@ -120,8 +120,8 @@ def test_request_bodies_and_examples(doc):
     for name in ("Thread", "Message", "Run", "Trace", "IdentifyResult", "Workspace", "IdentifyRequest"):
         assert doc["components"]["schemas"][name]["examples"], name
     run = doc["components"]["schemas"]["Run"]
-    assert run["properties"]["state"]["enum"] == ["queued", "running", "awaiting_input", "awaiting_outcome", "closed",
-                                                 "failed"]
+    assert resolve(doc, run["properties"]["state"])["enum"] == [
+        "queued", "running", "awaiting_input", "awaiting_outcome", "closed", "failed"]
     assert {"terminal", "latest_message", "pending", "error", "connection"} <= set(run["required"])
 
 
@@ -137,6 +137,9 @@ def test_docs_and_redoc_need_no_cdn(server):
                 if url.startswith("/_assets/"):
                     asset = c.get(url)
                     assert asset.status_code == 200 and len(asset.content) > 500, url
+            assert "default-src 'self'" in html.headers["content-security-policy"]
+        for bundle in ("/_assets/redoc/redoc.standalone.js", "/_assets/swagger-ui/swagger-ui-bundle.js"):
+            assert not re.search(r"https://(cdn|fonts|unpkg)[.\w]*/", c.get(bundle).text), bundle
         assert c.get("/_assets/swagger-ui/LICENSE").status_code == 200
         assert c.get("/_assets/redoc/LICENSE").status_code == 200
 

@@ -444,7 +444,7 @@ export interface components {
              * @default success
              * @constant
              */
-            status: "success";
+            status?: "success";
             data: components["schemas"]["ChannelAuth"];
             /** Auth */
             auth: string;
@@ -639,7 +639,7 @@ export interface components {
              * Details
              * @description Extra context, such as the fields that failed validation.
              */
-            details?: unknown | null;
+            details?: unknown;
         };
         /** ErrorEnvelope */
         ErrorEnvelope: {
@@ -714,24 +714,24 @@ export interface components {
          * IdentifyResult
          * @description Where an identifier leads. Fields that are unknown are omitted, never null.
          * @example {
+         *       "result": "identified",
+         *       "rail": "swift",
          *       "country": "DE",
-         *       "identified_at": "2026-01-01T12:00:00.000Z",
          *       "institution": {
+         *         "name": "Deutsche Bank",
+         *         "type": "bank",
+         *         "code": "DEUTDEFF",
+         *         "bic": "DEUTDEFFXXX",
          *         "address": {
          *           "city": "Frankfurt am Main",
          *           "country": "DE"
-         *         },
-         *         "bic": "DEUTDEFFXXX",
-         *         "code": "DEUTDEFF",
-         *         "name": "Deutsche Bank",
-         *         "type": "bank"
+         *         }
          *       },
-         *       "rail": "swift",
          *       "reachable_rails": [
          *         "swift",
          *         "sepa"
          *       ],
-         *       "result": "identified"
+         *       "identified_at": "2026-01-01T12:00:00.000Z"
          *     }
          */
         IdentifyResult: {
@@ -758,6 +758,8 @@ export interface components {
              */
             detail?: string | null;
         };
+        /** @enum {string} */
+        IfBusy: "reject" | "enqueue" | "interrupt";
         /** InputPending */
         InputPending: {
             /**
@@ -781,6 +783,8 @@ export interface components {
              */
             country?: string | null;
         };
+        /** @enum {string} */
+        Interaction: "auto" | "confirm" | "approve";
         /** KeyRef */
         KeyRef: {
             /**
@@ -798,12 +802,12 @@ export interface components {
          * Message
          * @description One message of a thread; payload of the `message.created` event.
          * @example {
-         *       "content": "021000021 is JPMorgan Chase Bank (routing_number).",
-         *       "created_at": "2026-01-01T12:00:01Z",
          *       "id": "7c1d2e3f-1111-4a2b-9c3d-4e5f6a7b8c9d",
-         *       "role": "assistant",
+         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
          *       "run_id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
-         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40"
+         *       "role": "assistant",
+         *       "content": "021000021 is JPMorgan Chase Bank (routing_number).",
+         *       "created_at": "2026-01-01T12:00:01Z"
          *     }
          */
         Message: {
@@ -819,11 +823,7 @@ export interface components {
             thread_id: string;
             /** Run Id */
             run_id: string | null;
-            /**
-             * Role
-             * @enum {string}
-             */
-            role: "user" | "assistant";
+            role: components["schemas"]["MessageRole"];
             /** Content */
             content: string;
             /**
@@ -857,6 +857,8 @@ export interface components {
             /** Queue Position */
             queue_position?: number | null;
         };
+        /** @enum {string} */
+        MessageRole: "user" | "assistant";
         /**
          * NameResolutionStatus
          * @enum {string}
@@ -867,11 +869,7 @@ export interface components {
          * @description What the caller reported for a `confirm` tool call (or an at-most-once call of unknown fate).
          */
         Outcome: {
-            /**
-             * State
-             * @enum {string}
-             */
-            state: "occurred" | "failed";
+            state: components["schemas"]["OutcomeState"];
             /** Detail */
             detail: {
                 [key: string]: unknown;
@@ -892,6 +890,8 @@ export interface components {
              */
             tool_calls: components["schemas"]["ToolCall"][];
         };
+        /** @enum {string} */
+        OutcomeState: "occurred" | "failed";
         /** MessagePage */
         MessagePage: {
             /** Items */
@@ -935,22 +935,14 @@ export interface components {
         PostMessage: {
             /** Content */
             content: string;
-            /**
-             * If Busy
-             * @default reject
-             * @enum {string}
-             */
-            if_busy: "reject" | "enqueue" | "interrupt";
+            /** @default reject */
+            if_busy?: components["schemas"]["IfBusy"];
         };
         /** PostOutcome */
         PostOutcome: {
             /** Tool Call Id */
             tool_call_id: string;
-            /**
-             * State
-             * @enum {string}
-             */
-            state: "occurred" | "failed";
+            state: components["schemas"]["OutcomeState"];
             /** Detail */
             detail?: {
                 [key: string]: unknown;
@@ -965,12 +957,12 @@ export interface components {
          * RealtimeConfig
          * @description What pusher-js needs to connect; never a secret.
          * @example {
-         *       "cluster": "mt1",
          *       "enabled": true,
-         *       "force_tls": false,
          *       "key": "heddle",
+         *       "cluster": "mt1",
          *       "ws_host": "127.0.0.1",
-         *       "ws_port": 8080
+         *       "ws_port": 8080,
+         *       "force_tls": false
          *     }
          */
         RealtimeConfig: {
@@ -993,28 +985,32 @@ export interface components {
             /** Force Tls */
             force_tls: boolean;
         };
+        /** @enum {string} */
+        Reliability: "idempotent" | "at_most_once";
         /**
          * ResultKind
          * @enum {string}
          */
         ResultKind: "identified" | "not_found" | "unsupported";
+        /** @enum {string} */
+        Risk: "low" | "medium" | "high";
         /**
          * Run
          * @description One turn of the agent; payload of the `run.updated` event.
          * @example {
-         *       "connection": null,
-         *       "cost_credits": 0.25,
-         *       "created_at": "2026-01-01T12:00:00Z",
-         *       "error": null,
          *       "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
-         *       "latest_message": null,
-         *       "pending": {
-         *         "question": "Which account?",
-         *         "type": "input"
-         *       },
+         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
          *       "state": "awaiting_input",
          *       "terminal": false,
-         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
+         *       "cost_credits": 0.25,
+         *       "connection": null,
+         *       "latest_message": null,
+         *       "pending": {
+         *         "type": "input",
+         *         "question": "Which account?"
+         *       },
+         *       "error": null,
+         *       "created_at": "2026-01-01T12:00:00Z",
          *       "updated_at": "2026-01-01T12:00:01Z"
          *     }
          */
@@ -1029,11 +1025,7 @@ export interface components {
              * Format: uuid
              */
             thread_id: string;
-            /**
-             * State
-             * @enum {string}
-             */
-            state: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
+            state: components["schemas"]["RunState"];
             /**
              * Terminal
              * @description True when the run will not change again (`closed` or `failed`).
@@ -1086,12 +1078,10 @@ export interface components {
              * Format: uuid
              */
             id: string;
-            /**
-             * State
-             * @enum {string}
-             */
-            state: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
+            state: components["schemas"]["RunState"];
         };
+        /** @enum {string} */
+        RunState: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
         /** SubjectDeleted */
         SubjectDeleted: {
             /** Subject */
@@ -1104,10 +1094,10 @@ export interface components {
          * Thread
          * @description A subject's conversation with one agent.
          * @example {
-         *       "agent": "agent_3k9x2m",
-         *       "created_at": "2026-01-01T12:00:00Z",
          *       "id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
-         *       "subject": "web:alice"
+         *       "agent": "agent_3k9x2m",
+         *       "subject": "web:alice",
+         *       "created_at": "2026-01-01T12:00:00Z"
          *     }
          */
         Thread: {
@@ -1148,10 +1138,16 @@ export interface components {
          * ThreadDetail
          * @description GET /threads/{id}: the Thread, its current run and its queue.
          * @example {
-         *       "agent": "agent_3k9x2m",
-         *       "created_at": "2026-01-01T12:00:00Z",
          *       "id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
-         *       "subject": "web:alice"
+         *       "agent": "agent_3k9x2m",
+         *       "subject": "web:alice",
+         *       "created_at": "2026-01-01T12:00:00Z",
+         *       "latest_run": {
+         *         "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
+         *         "state": "awaiting_input"
+         *       },
+         *       "queued_messages": 0,
+         *       "last_message_at": "2026-01-01T12:00:01Z"
          *     }
          */
         ThreadDetail: {
@@ -1199,18 +1195,9 @@ export interface components {
              * @description The tool host's own reference for the side effect it started.
              */
             patch_ref: string | null;
-            /**
-             * Interaction
-             * @description `auto`, `confirm` (the run awaits an outcome) or `approve`.
-             * @example confirm
-             */
-            interaction: string;
-            /**
-             * Status
-             * @description `pending`, `succeeded`, `failed`, `awaiting_outcome` or `resolved`.
-             * @example awaiting_outcome
-             */
-            status: string;
+            /** @description `confirm`: the run awaits an outcome; `approve`: it awaits the caller's approval before the call. */
+            interaction: components["schemas"]["Interaction"];
+            status: components["schemas"]["ToolCallStatus"];
             /** Args */
             args: {
                 [key: string]: unknown;
@@ -1220,18 +1207,8 @@ export interface components {
              * @description The tool's result (an object), null until it answers.
              */
             result: unknown;
-            /**
-             * Risk
-             * @description `low`, `medium` or `high`.
-             * @example low
-             */
-            risk: string;
-            /**
-             * Reliability
-             * @description `idempotent` or `at_most_once`.
-             * @example idempotent
-             */
-            reliability: string;
+            risk: components["schemas"]["Risk"];
+            reliability: components["schemas"]["Reliability"];
             /**
              * Cost Credits
              * @description Credits (up to 6 decimals).
@@ -1242,13 +1219,13 @@ export interface components {
              * @description Present for `interaction: approve` tools.
              * @default null
              */
-            approval: components["schemas"]["ToolCallApproval"] | null;
+            approval?: components["schemas"]["ToolCallApproval"] | null;
             /**
              * Nul Replaced
              * @description How many U+0000 characters in the tool host's answer were replaced by U+FFFD before it was stored (PostgreSQL cannot hold them).
              * @default 0
              */
-            nul_replaced: number;
+            nul_replaced?: number;
         };
         /**
          * ToolCallApproval
@@ -1259,63 +1236,69 @@ export interface components {
              * Required
              * @default null
              */
-            required: boolean | null;
+            required?: boolean | null;
             /**
              * Why
              * @default null
              */
-            why: string | null;
+            why?: string | null;
             /**
              * Rule
              * @default null
              */
-            rule: unknown;
+            rule?: unknown;
             /**
              * Requested At
              * @default null
              */
-            requested_at: string | null;
+            requested_at?: string | null;
             /**
              * Approved
              * @default null
              */
-            approved: boolean | null;
+            approved?: boolean | null;
             /**
              * By
              * @description Who answered: `{mode, key_id, subject}`.
              * @default null
              */
-            by: {
+            by?: {
                 [key: string]: unknown;
             } | null;
             /**
              * At
              * @default null
              */
-            at: string | null;
+            at?: string | null;
             /**
              * Reason
              * @default null
              */
-            reason: string | null;
+            reason?: string | null;
         };
+        /** @enum {string} */
+        ToolCallStatus: "pending" | "succeeded" | "failed" | "awaiting_outcome" | "resolved" | "awaiting_approval" | "declined";
         /**
          * Trace
          * @description A run with its turns, tool calls and attributed API calls.
          * @example {
-         *       "api_calls": [],
-         *       "api_calls_total": 0,
-         *       "closed_at": "2026-01-01T12:00:02Z",
-         *       "control": {},
-         *       "cost_credits": 0.25,
-         *       "created_at": "2026-01-01T12:00:00Z",
          *       "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
-         *       "opened_at": "2026-01-01T12:00:00Z",
+         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
          *       "state": "closed",
          *       "terminal": true,
-         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
+         *       "cost_credits": 0.25,
+         *       "connection": null,
+         *       "latest_message": null,
+         *       "pending": null,
+         *       "error": null,
+         *       "created_at": "2026-01-01T12:00:00Z",
+         *       "updated_at": "2026-01-01T12:00:01Z",
+         *       "opened_at": "2026-01-01T12:00:00Z",
+         *       "closed_at": "2026-01-01T12:00:02Z",
          *       "turns": [],
-         *       "updated_at": "2026-01-01T12:00:01Z"
+         *       "api_calls": [],
+         *       "api_calls_total": 0,
+         *       "control": {}
          *     }
          */
         Trace: {
@@ -1329,11 +1312,7 @@ export interface components {
              * Format: uuid
              */
             thread_id: string;
-            /**
-             * State
-             * @enum {string}
-             */
-            state: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
+            state: components["schemas"]["RunState"];
             /**
              * Terminal
              * @description True when the run will not change again (`closed` or `failed`).
@@ -1505,13 +1484,13 @@ export interface components {
          * Workspace
          * @description The calling workspace and the key that called.
          * @example {
-         *       "balance_credits": 99,
          *       "id": "ws_3k9x2m",
+         *       "name": "Acme",
+         *       "balance_credits": 99,
          *       "key": {
          *         "id": "key_7h2k",
          *         "mode": "live"
          *       },
-         *       "name": "Acme",
          *       "realtime": true
          *     }
          */
@@ -1560,13 +1539,22 @@ export interface components {
          * @description Signed with `Service-Signature` (as tool calls are, under the webhook secret); the same
          *     `id` on every retry.
          * @example {
+         *       "id": "evt_5f1c0b7e2a9d4c3b8a716e2f",
+         *       "type": "run.closed",
          *       "created_at": "2026-01-01T12:00:02Z",
          *       "data": {
          *         "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
-         *         "state": "closed"
-         *       },
-         *       "id": "evt_5f1c0b7e2a9d4c3b8a716e2f",
-         *       "type": "run.closed"
+         *         "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
+         *         "state": "closed",
+         *         "terminal": true,
+         *         "cost_credits": 0.25,
+         *         "connection": null,
+         *         "latest_message": null,
+         *         "pending": null,
+         *         "error": null,
+         *         "created_at": "2026-01-01T12:00:00Z",
+         *         "updated_at": "2026-01-01T12:00:01Z"
+         *       }
          *     }
          */
         WebhookEvent: {
@@ -1592,7 +1580,14 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description This request's id; quote it when reporting a problem. */
+        "Request-Id": string;
+        /** @description Seconds to wait before retrying. */
+        "Retry-After": number;
+        /** @description `true` when this is the stored response to an earlier request with the same Idempotency-Key. */
+        "Idempotent-Replayed": "true";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1609,12 +1604,51 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["HealthEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
         };
@@ -1631,8 +1665,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1642,8 +1675,17 @@ export interface operations {
             /** @description Error codes: `invalid_request` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1653,8 +1695,7 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1664,8 +1705,18 @@ export interface operations {
             /** @description Error codes: `service_unavailable` */
             503: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1678,7 +1729,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -1689,8 +1740,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1700,8 +1750,7 @@ export interface operations {
             /** @description Error codes: `invalid_request` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1711,8 +1760,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1722,8 +1770,17 @@ export interface operations {
             /** @description Error codes: `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1733,8 +1790,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1744,8 +1801,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1755,8 +1811,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1772,7 +1848,7 @@ export interface operations {
                 limit?: number;
             };
             header?: {
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -1783,8 +1859,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1794,8 +1869,7 @@ export interface operations {
             /** @description Error codes: `invalid_request` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1805,8 +1879,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1816,8 +1889,17 @@ export interface operations {
             /** @description Error codes: `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1827,8 +1909,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1838,8 +1920,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1849,8 +1930,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1865,7 +1966,7 @@ export interface operations {
             header?: {
                 /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
                 "Idempotency-Key"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -1880,19 +1981,18 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["IdentifyResultEnvelope"];
                 };
             };
-            /** @description Error codes: `ambiguous_identifier`, `invalid_identifier`, `invalid_request` */
+            /** @description Error codes: `ambiguous_identifier`, `invalid_identifier`, `invalid_request`, `json_too_deep` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1902,8 +2002,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1913,8 +2012,7 @@ export interface operations {
             /** @description Error codes: `insufficient_credits` */
             402: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1924,8 +2022,27 @@ export interface operations {
             /** @description Error codes: `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1935,8 +2052,7 @@ export interface operations {
             /** @description Error codes: `idempotency_key_reused` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1946,8 +2062,7 @@ export interface operations {
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1957,8 +2072,7 @@ export interface operations {
             /** @description Error codes: `unsupported_media_type` */
             415: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1968,8 +2082,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1979,8 +2093,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1990,8 +2103,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2013,7 +2146,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -2024,8 +2157,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2035,8 +2167,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2046,8 +2177,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2057,8 +2187,17 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2068,8 +2207,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2079,8 +2218,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2090,8 +2228,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2111,7 +2269,7 @@ export interface operations {
                 "Service-Subject"?: string;
                 /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
                 "Idempotency-Key"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -2126,8 +2284,8 @@ export interface operations {
             /** @description The subject's existing thread for that agent */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2137,19 +2295,18 @@ export interface operations {
             /** @description Successful Response */
             201: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ThreadEnvelope"];
                 };
             };
-            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2159,8 +2316,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2170,8 +2326,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2181,8 +2336,27 @@ export interface operations {
             /** @description Error codes: `agent_not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2192,8 +2366,7 @@ export interface operations {
             /** @description Error codes: `idempotency_key_reused` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2203,8 +2376,7 @@ export interface operations {
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2214,8 +2386,7 @@ export interface operations {
             /** @description Error codes: `unsupported_media_type` */
             415: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2225,8 +2396,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2236,8 +2407,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2247,8 +2417,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2269,7 +2459,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2282,8 +2472,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2293,8 +2482,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2304,8 +2492,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2315,8 +2502,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2326,8 +2512,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2337,8 +2532,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2348,8 +2543,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2359,8 +2553,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2385,7 +2599,7 @@ export interface operations {
                 "Service-Connection"?: string;
                 /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
                 "Idempotency-Key"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2402,19 +2616,18 @@ export interface operations {
             /** @description Successful Response */
             202: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MessageAcceptedEnvelope"];
                 };
             };
-            /** @description Error codes: `connection_not_found`, `connection_required`, `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
+            /** @description Error codes: `connection_not_found`, `connection_required`, `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2424,8 +2637,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2435,8 +2647,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2446,8 +2657,27 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2457,8 +2687,7 @@ export interface operations {
             /** @description Error codes: `idempotency_key_reused`, `run_active` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2468,8 +2697,7 @@ export interface operations {
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2479,8 +2707,7 @@ export interface operations {
             /** @description Error codes: `unsupported_media_type` */
             415: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2490,8 +2717,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2501,8 +2728,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2512,8 +2738,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2531,7 +2777,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2544,8 +2790,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2555,8 +2800,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2566,8 +2810,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2577,8 +2820,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2588,8 +2830,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2599,8 +2850,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2610,8 +2861,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2621,8 +2871,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2640,7 +2910,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2653,8 +2923,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2664,8 +2933,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2675,8 +2943,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2686,8 +2953,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2697,8 +2963,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2708,8 +2983,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2719,8 +2994,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2730,8 +3004,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2751,7 +3045,7 @@ export interface operations {
                 "Service-Subject"?: string;
                 /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
                 "Idempotency-Key"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2768,19 +3062,18 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunEnvelope"];
                 };
             };
-            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2790,8 +3083,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2801,8 +3093,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2812,8 +3103,27 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2823,8 +3133,7 @@ export interface operations {
             /** @description Error codes: `idempotency_key_reused`, `run_not_awaiting_outcome` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2834,8 +3143,7 @@ export interface operations {
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2845,8 +3153,7 @@ export interface operations {
             /** @description Error codes: `unsupported_media_type` */
             415: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2856,8 +3163,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2867,8 +3174,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2878,8 +3184,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2899,7 +3225,7 @@ export interface operations {
                 "Service-Subject"?: string;
                 /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
                 "Idempotency-Key"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -2912,8 +3238,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2923,8 +3249,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2934,8 +3259,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2945,8 +3269,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2956,8 +3279,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2967,8 +3299,7 @@ export interface operations {
             /** @description Error codes: `idempotency_key_reused`, `run_terminal` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2978,8 +3309,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2989,8 +3320,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3000,8 +3330,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3019,7 +3369,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -3036,19 +3386,17 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunEnvelope"];
                 };
             };
-            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3058,8 +3406,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3069,8 +3416,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3080,8 +3426,27 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3091,8 +3456,7 @@ export interface operations {
             /** @description Error codes: `run_not_awaiting_approval` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3102,8 +3466,7 @@ export interface operations {
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3113,8 +3476,7 @@ export interface operations {
             /** @description Error codes: `unsupported_media_type` */
             415: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3124,8 +3486,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3135,8 +3497,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3146,8 +3507,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3165,7 +3546,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -3178,8 +3559,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3189,8 +3569,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3200,8 +3579,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3211,8 +3589,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3222,8 +3599,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3233,8 +3619,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3244,8 +3630,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3255,8 +3640,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3274,7 +3679,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -3287,8 +3692,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3298,8 +3702,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3309,8 +3712,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3320,8 +3722,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3331,8 +3732,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3342,8 +3752,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3353,8 +3763,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3364,8 +3773,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3378,7 +3807,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -3391,8 +3820,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3402,8 +3830,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3413,8 +3840,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3424,8 +3850,17 @@ export interface operations {
             /** @description Error codes: `forbidden`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3435,8 +3870,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3446,8 +3881,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3457,8 +3891,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3480,7 +3934,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path: {
@@ -3493,8 +3947,7 @@ export interface operations {
             /** @description `run.updated` (data: Run), `message.created` (data: Message) and `message.delta` events, each with `id:`; the stream ends after the run's terminal event */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3504,8 +3957,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3515,8 +3967,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3526,8 +3977,7 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3537,8 +3987,17 @@ export interface operations {
             /** @description Error codes: `not_found` */
             404: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3548,8 +4007,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3559,8 +4018,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3570,8 +4028,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3589,7 +4067,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -3600,8 +4078,7 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3611,8 +4088,7 @@ export interface operations {
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3622,8 +4098,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3633,8 +4108,17 @@ export interface operations {
             /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3644,8 +4128,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3655,8 +4139,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3666,8 +4149,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3685,7 +4188,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). */
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
                 "Service-Run"?: string;
             };
             path?: never;
@@ -3701,19 +4204,17 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ChannelAuthEnvelope"];
                 };
             };
-            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3723,8 +4224,7 @@ export interface operations {
             /** @description Error codes: `unauthorized` */
             401: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3734,8 +4234,27 @@ export interface operations {
             /** @description Error codes: `forbidden`, `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3745,8 +4264,7 @@ export interface operations {
             /** @description Error codes: `realtime_disabled` */
             409: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3756,8 +4274,7 @@ export interface operations {
             /** @description Error codes: `payload_too_large` */
             413: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3767,8 +4284,7 @@ export interface operations {
             /** @description Error codes: `unsupported_media_type` */
             415: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3778,8 +4294,8 @@ export interface operations {
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3789,8 +4305,7 @@ export interface operations {
             /** @description Error codes: `headers_too_large` */
             431: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3800,8 +4315,28 @@ export interface operations {
             /** @description Error codes: `internal_error` */
             500: {
                 headers: {
-                    /** @description This request's id; quote it when reporting a problem. */
-                    "Request-Id"?: string;
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -9,7 +10,9 @@ from dataclasses import replace
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from heddle.api.headers import from_own_origin
 from heddle.api.headers import header as scope_header
+from heddle.api.operations import refuse_unknown_query
 from heddle.auth.context import AuthContext
 from heddle.auth.relay import authenticate_secret
 from heddle.auth.session_tokens import looks_like_jwt
@@ -17,6 +20,8 @@ from heddle.auth.subjects import subject_from_header
 from heddle.container import Container
 from heddle.errors import HeddleError
 from heddle.idempotency.http import claim_key
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def services(request: Request) -> Container:
@@ -60,6 +65,12 @@ async def _admit(request: Request, ctx: AuthContext) -> AuthContext:
     """Publish the caller (the request log records a refused request too), then count the
     request against its key's and subject's rate limits: 429 `rate_limited` before any work."""
     _publish(request, ctx)
+    refuse_unknown_query(request)
+    run = header(request, b"service-run")
+    if run is not None and not _UUID.fullmatch(run):
+        # Said, not ignored: a caller who meant to attribute the call learns that it was not.
+        raise HeddleError("invalid_request", "Service-Run must be a run id (a UUID).",
+                          details=[{"location": "header", "field": "Service-Run", "message": "not a UUID"}])
     await services(request).rate_limiter.check(ctx)
     return ctx
 
@@ -85,7 +96,9 @@ async def counting_failures(request: Request) -> AsyncIterator[None]:
 
 
 async def _relay(request: Request, bearer: str, session: AsyncSession) -> AuthContext:
-    if header(request, b"origin"):
+    # A workspace key from a web page is a leak, except from the server's own pages: /docs
+    # "Try it out" with the key pressed into Authorize (docs/decisions.md, issue 30).
+    if header(request, b"origin") and not from_own_origin(request.scope):
         raise HeddleError("secret_key_in_browser", "A workspace secret must never be used from a "
                           "browser: mint a short-lived session token on your backend instead.")
     return await authenticate_secret(session, bearer)

@@ -64,6 +64,8 @@ UUIDStr = Annotated[str, WithJsonSchema({"type": "string", "format": "uuid"})]
 
 
 class Envelope(BaseModel, Generic[T]):
+    # `status` is always sent: required in the published schema although it has a default.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
     status: Literal["success"] = "success"
     data: T
 
@@ -76,10 +78,12 @@ class ErrorBody(BaseModel):
     code: str = Field(description="Stable machine-readable code (see the error table).",
                       examples=["invalid_request"])
     message: str = Field(description="Human-readable explanation.", examples=["Invalid request: check content."])
-    details: Any | None = Field(None, description="Extra context, such as the fields that failed validation.")
+    # Absent when there is nothing to add (so not required); any JSON value when present.
+    details: Any = Field(None, description="Extra context, such as the fields that failed validation.")
 
 
 class ErrorEnvelope(BaseModel):
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
     status: Literal["error"] = "error"
     error: ErrorBody
 

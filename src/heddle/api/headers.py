@@ -7,6 +7,8 @@ call, and a Loom request asks for about ten names between the middleware and aut
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from starlette.types import Scope
 
 _CACHE = "heddle.headers"
@@ -22,3 +24,22 @@ def header(scope: Scope, name: bytes) -> str | None:
         scope[_CACHE] = found
     value = found.get(name)
     return None if value is None else value.decode("latin-1")
+
+
+_DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+
+
+def from_own_origin(scope: Scope) -> bool:
+    """True when the request's `Origin` is the origin this request was sent to (its `Host`).
+
+    Such a request comes from a page this server served (the /docs "Try it out" page), not from
+    an integrator's web app: a browser sets `Origin` itself and no page can forge it.
+    """
+    origin, host = header(scope, b"origin"), header(scope, b"host")
+    if not origin or not host:
+        return False
+    parts = urlsplit(origin)
+    if parts.scheme not in _DEFAULT_PORTS or not parts.netloc or parts.path:
+        return False
+    default = _DEFAULT_PORTS[parts.scheme]
+    return parts.netloc.lower().removesuffix(default) == host.lower().removesuffix(default)

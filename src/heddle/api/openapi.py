@@ -14,7 +14,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from heddle.api.operations import EXTRA_SCHEMAS
+from heddle.api.envelope import ReadModel
+from heddle.api.operations import EXTRA_SCHEMAS, RESPONSE_HEADERS, response_header
 from heddle.errors import ERROR_CODES, RUN_ERROR_CODES
 
 SECURITY_SCHEMES = {
@@ -89,33 +90,59 @@ def _webhooks(doc: dict[str, Any]) -> None:
     headers = [{"name": "Service-Signature", "in": "header", "required": True, "schema": {"type": "string"},
                 "description": ("`t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret "
                                 "(docs/streaming-and-webhooks.md).")}]
+    # security: [] -- Heddle signs the request (Service-Signature); it sends no bearer credential.
     doc["webhooks"] = {kind: {"post": {
         "summary": f"The run entered `{kind.split('.', 1)[1]}`", "operationId": f"webhook_{kind.replace('.', '_')}",
-        "parameters": headers, "requestBody": body,
+        "parameters": headers, "requestBody": body, "security": [],
         "responses": {"2XX": {"description": "Received; any other answer is retried with backoff."}}}}
         for kind in WEBHOOK_TYPES}
 
 
+# Relative: the API is on the origin that serves this document (so /docs "Try it out" calls it).
+SERVERS = [{"url": "/", "description": "This Heddle server (the origin serving this document)."}]
+DEFAULT_ERROR = {"description": "Any other error, in the error envelope (see the error table).",
+                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}}
+
+
 def finish_document(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["servers"] = SERVERS
     _webhooks(doc)
     components = doc.setdefault("components", {})
     components["securitySchemes"] = SECURITY_SCHEMES
+    components["headers"] = RESPONSE_HEADERS
     schemas = components.setdefault("schemas", {})
     for model in EXTRA_SCHEMAS:
-        extra = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        # A read model (the webhook body) is published as Heddle sends it, a request body as it is read.
+        mode = "serialization" if issubclass(model, ReadModel) else "validation"
+        extra = model.model_json_schema(ref_template="#/components/schemas/{model}", mode=mode)
         schemas.update(extra.pop("$defs", {}))
         schemas[model.__name__] = extra
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
+    _restore_examples(schemas)
     for path_item in doc.get("paths", {}).values():
         for op in path_item.values():
             responses = op.get("responses", {})
             responses.pop("422", None)
-            for response in responses.values():
-                response.setdefault("headers", {})["Request-Id"] = {
-                    "description": "This request's id; quote it when reporting a problem.",
-                    "schema": {"type": "string"}}
+            responses.setdefault("default", {**DEFAULT_ERROR})
+            for status, response in responses.items():
+                headers = response.setdefault("headers", {})
+                headers["Request-Id"] = response_header("Request-Id")
+                if status in ("429", "503"):
+                    headers["Retry-After"] = response_header("Retry-After")
     return _rename_generics(doc)
+
+
+def _restore_examples(schemas: dict[str, Any]) -> None:
+    """Put back the read models' own examples: FastAPI drops every null from the document
+    (`exclude_none`), the nulls of an example too, which left examples breaking their schemas."""
+    pending = list(ReadModel.__subclasses__())
+    while pending:
+        model = pending.pop()
+        pending += model.__subclasses__()
+        extra = model.model_config.get("json_schema_extra")
+        if isinstance(extra, dict) and "examples" in extra and model.__name__ in schemas:
+            schemas[model.__name__]["examples"] = extra["examples"]
 
 
 def _rename_generics(doc: dict[str, Any]) -> dict[str, Any]:

@@ -17,15 +17,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any
 
-from fastapi import Path
+from fastapi import Path, Request
 from pydantic import BaseModel
 
 from heddle.api.envelope import Envelope, error_responses
-from heddle.errors import ERROR_CODES
+from heddle.errors import ERROR_CODES, HeddleError
 
 # A path id: documented as a UUID, taken as a string so that a malformed id is a plain 404
 # (`not_found`), exactly like an unknown one, rather than a validation error.
 UUIDPath = Annotated[str, Path(json_schema_extra={"format": "uuid"})]
+
+# A canonical subject as far as a regular expression can say (heddle.auth.subjects has the whole
+# rule: NFC, no invisible or unassigned characters): `<channel>:<channel_user_id>`, no control
+# characters. Used by Service-Subject and the `{subject}` path parameter.
+SUBJECT_SCHEMA = {"type": "string", "minLength": 3, "maxLength": 288,
+                  "pattern": r"^[a-z0-9][a-z0-9_.\-]{0,31}:[^\s:\x00-\x1f\x7f-\x9f][^\s\x00-\x1f\x7f-\x9f]*$"}
+SubjectPath = Annotated[str, Path(json_schema_extra={
+    **SUBJECT_SCHEMA, "description": "The person's subject, `<channel>:<channel_user_id>`.",
+    "examples": ["web:alice"]})]
 
 # Security requirements (the schemes themselves are in heddle.api.openapi).
 WORKSPACE_KEY: list[dict[str, list[str]]] = [{"workspaceKey": []}]
@@ -35,7 +44,7 @@ HEADERS: dict[str, dict[str, Any]] = {
     "Service-Subject": {
         "description": ("Relay mode (workspace key) only: the person the backend acts for, "
                         "`<channel>:<channel_user_id>`. Must not be sent with a session token."),
-        "schema": {"type": "string", "maxLength": 288, "pattern": r"^[a-z0-9_\-]+:.+$"},
+        "schema": SUBJECT_SCHEMA,
         "example": "web:alice",
     },
     "Service-Connection": {
@@ -45,23 +54,72 @@ HEADERS: dict[str, dict[str, Any]] = {
         "example": "payments",
     },
     "Service-Run": {
-        "description": "Attribute this call to a Loom run of the same workspace (it then appears in the trace).",
+        "description": ("Attribute this call to a Loom run of the same workspace (it then appears in the trace). "
+                        "Anything but a run id (a UUID) is 400 `invalid_request`."),
         "schema": {"type": "string", "format": "uuid"},
     },
     "Idempotency-Key": {
         "description": ("Safe retries: the same key with the same body replays the first response "
                         "(`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. "
                         "Kept 24 hours per workspace."),
-        "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+        # visible ASCII only, as heddle.idempotency.http checks it
+        "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
     },
 }
 # Idempotency-Key is declared once the server implements it (its error code is in the table).
 _HEADER_NEEDS_CODE = {"Idempotency-Key": "idempotency_key_reused"}
 
-# Errors every /v1 operation can give, when their codes exist.
-_COMMON = ("unauthorized", "rate_limited", "headers_too_large")
+# Errors every /v1 operation can give, when their codes exist: 405 is the answer to another
+# method on the same path, 503 to a database that does not answer.
+_COMMON = ("unauthorized", "rate_limited", "headers_too_large", "method_not_allowed", "service_unavailable")
 _LOOM_AUTH = ("secret_key_in_browser", "origin_not_allowed", "subject_header_with_token", "invalid_subject")
-_BODY = ("payload_too_large", "unsupported_media_type")
+_BODY = ("payload_too_large", "unsupported_media_type", "json_too_deep", "request_timeout")
+
+# Response headers, published once under `components/headers` by heddle.api.openapi, which also
+# puts Request-Id on every response and Retry-After on every 429 and 503.
+RESPONSE_HEADERS: dict[str, dict[str, Any]] = {
+    "Request-Id": {"description": "This request's id; quote it when reporting a problem.",
+                   "schema": {"type": "string"}},
+    "Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer", "minimum": 0}},
+    "Idempotent-Replayed": {
+        "description": "`true` when this is the stored response to an earlier request with the same Idempotency-Key.",
+        "schema": {"type": "string", "enum": ["true"]}},
+}
+
+
+def response_header(name: str) -> dict[str, str]:
+    assert name in RESPONSE_HEADERS, name
+    return {"$ref": f"#/components/headers/{name}"}
+
+
+_KNOWN_QUERY: dict[int, frozenset[str]] = {}  # per route: the query parameters it declares
+
+
+def refuse_unknown_query(request: Request) -> None:
+    """400 for a query parameter the operation does not declare (`?limt=5` is a mistake to
+    say, not to ignore), as an unknown body field is; the document says the same.
+
+    Called by authentication (heddle.api.deps), which every /v1 operation runs: a FastAPI
+    dependency of its own cost about 10 us a request on a quiet machine (bench/query_check.py),
+    this call 1-2 us."""
+    if not request.scope.get("query_string"):
+        return
+    route = request.scope.get("route")
+    if route is None:
+        return
+    known = _KNOWN_QUERY.get(id(route))
+    if known is None:
+        known = _KNOWN_QUERY[id(route)] = frozenset(_query_names(route.dependant))
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise HeddleError("invalid_request", f"Unknown query parameter {unknown[0]!r}.", details=[
+            {"location": "query", "field": name, "message": "unknown parameter"} for name in unknown])
+
+
+def _query_names(dependant: Any) -> Iterable[str]:
+    yield from (param.alias for param in dependant.query_params)
+    for sub in dependant.dependencies:
+        yield from _query_names(sub)
 
 
 def header_parameter(name: str, *, required: bool = False) -> dict[str, Any]:
@@ -105,6 +163,10 @@ def operation(data: Any, *, auth: list[dict[str, list[str]]], headers: Iterable[
                                   "content": {"text/event-stream": {"schema": {"type": "string"}}}}
     for status, description in (also or {}).items():
         responses[status] = {"model": envelope, "description": description}
+    if "idempotency_key_reused" in codes and "Idempotency-Key" in HEADERS:
+        for status in (status_code, *(also or {})):
+            responses.setdefault(status, {}).setdefault("headers", {})["Idempotent-Replayed"] = response_header(
+                "Idempotent-Replayed")
     required = set(required_headers)
     parameters = [header_parameter(name, required=name in required)
                   for name in (*required_headers, *headers, "Service-Run")

@@ -28,13 +28,15 @@ class Health(ReadModel):
 
 
 @router.get("/healthz", summary="Liveness: the process is up", response_model=Envelope[Health],
-            response_model_exclude_none=True)
+            response_model_exclude_none=True, responses=error_responses("method_not_allowed"),
+            openapi_extra={"security": []})
 async def healthz():
     return {"status": "success", "data": {"ok": True, "version": __version__}}
 
 
 @router.get("/readyz", summary="Readiness: the database answers", response_model=Envelope[Health],
-            response_model_exclude_none=True, responses=error_responses("service_unavailable"))
+            response_model_exclude_none=True, responses=error_responses("method_not_allowed", "service_unavailable"),
+            openapi_extra={"security": []})
 async def readyz(request: Request):
     svc = services(request)
     try:

@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from heddle.loom.providers.base import ASK_USER_TOOL
+from heddle.loom.schemas import Interaction, Reliability, Risk  # the API's enums, declared once
 
 BUILTIN_TOOLS = {"identify"}
 _TOOL_NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
@@ -40,9 +41,9 @@ class HostedTool(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     connection: str | None = None  # pinned connection (name or id); None = unpinned
     path: Annotated[str, Field(pattern=r"^/[^\s?#]*$", max_length=500)]
-    risk: Literal["low", "medium", "high"] = "low"
-    interaction: Literal["auto", "confirm", "approve"] = "auto"
-    reliability: Literal["idempotent", "at_most_once"] = "idempotent"
+    risk: Risk = "low"
+    interaction: Interaction = "auto"
+    reliability: Reliability = "idempotent"
     approve_when: ApprovalRule | None = None  # only with interaction: approve
 
     @model_validator(mode="after")

@@ -8,7 +8,7 @@ from fastapi import APIRouter, BackgroundTasks, Request
 
 from heddle.api.deps import loom_session, services
 from heddle.api.envelope import ok
-from heddle.api.operations import LOOM, WORKSPACE_KEY, UUIDPath, operation
+from heddle.api.operations import LOOM, WORKSPACE_KEY, SubjectPath, UUIDPath, operation
 from heddle.idempotency.http import commit_response, idempotent
 from heddle.loom import approvals, control, erasure
 from heddle.loom.effects import Effects
@@ -69,7 +69,7 @@ async def delete_thread(thread_id: UUIDPath, request: Request, background: Backg
 
 @router.delete("/subjects/{subject}", summary="Erase a person: every thread of the subject (relay key only)",
                **operation(SubjectDeleted, auth=WORKSPACE_KEY, errors=("forbidden", "invalid_subject")))
-async def delete_subject(subject: str, request: Request, background: BackgroundTasks):
+async def delete_subject(subject: SubjectPath, request: Request, background: BackgroundTasks):
     request.state.log_path = f"/v1/loom/subjects/{erasure.ERASED}"  # never log the person's id
     await _flush_request_log(request)
     effects = Effects()

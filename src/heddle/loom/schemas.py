@@ -5,10 +5,27 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from typing_extensions import TypeAliasType
 
 from heddle.api.envelope import Credits, NullableTimestamp, ReadModel, Timestamp, UUIDStr
+from heddle.loom.states import CALL_STATUSES
 
 AgentId = Annotated[str, StringConstraints(pattern=r"^agent_[a-z0-9]{1,60}$")]
+
+# --- the enums of the Loom API, each declared once -------------------------------------------------
+# A TypeAliasType is published as one named component (`#/components/schemas/RunState`) that
+# every schema carrying it references, so a generated client gets one enum per concept instead
+# of one per field (`RunState`, not `RunState`, `RunRefState` and `TraceState`). The values stay
+# plain strings in Python.
+RunState = TypeAliasType(
+    "RunState", Literal["queued", "running", "awaiting_input", "awaiting_outcome", "closed", "failed"])
+ToolCallStatus = TypeAliasType("ToolCallStatus", Literal[CALL_STATUSES])  # heddle.loom.states
+Interaction = TypeAliasType("Interaction", Literal["auto", "confirm", "approve"])
+Risk = TypeAliasType("Risk", Literal["low", "medium", "high"])
+Reliability = TypeAliasType("Reliability", Literal["idempotent", "at_most_once"])
+OutcomeState = TypeAliasType("OutcomeState", Literal["occurred", "failed"])
+MessageRole = TypeAliasType("MessageRole", Literal["user", "assistant"])
+IfBusy = TypeAliasType("IfBusy", Literal["reject", "enqueue", "interrupt"])
 
 
 class CreateThread(BaseModel):
@@ -23,13 +40,13 @@ class PostMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     content: Annotated[str, Field(min_length=1, max_length=32_000)]
     # What to do while the thread's run is busy (CONTRACT section 12): 409, wait, or cancel it.
-    if_busy: Literal["reject", "enqueue", "interrupt"] = "reject"
+    if_busy: IfBusy = "reject"
 
 
 class PostOutcome(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tool_call_id: Annotated[str, Field(min_length=1, max_length=64)]
-    state: Literal["occurred", "failed"]
+    state: OutcomeState
     detail: dict[str, Any] | None = None
 
 
@@ -42,8 +59,6 @@ class PostApproval(BaseModel):
 # --- read models: the `data` of Loom responses and the payloads of thread events -----------------
 # The dicts built in heddle.loom.serializers are validated against these classes on the way out
 # (response_model on the routes, `payload()` for events), so these are the one definition.
-
-RunState = Literal["queued", "running", "awaiting_input", "awaiting_outcome", "closed", "failed"]
 
 _RUN_ID = "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11"
 _THREAD_ID = "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40"
@@ -70,7 +85,7 @@ class Message(ReadModel):
     id: UUIDStr
     thread_id: UUIDStr
     run_id: UUIDStr | None
-    role: Literal["user", "assistant"]
+    role: MessageRole
     content: str
     created_at: Timestamp
 
@@ -78,7 +93,7 @@ class Message(ReadModel):
 class Outcome(ReadModel):
     """What the caller reported for a `confirm` tool call (or an at-most-once call of unknown fate)."""
 
-    state: Literal["occurred", "failed"]
+    state: OutcomeState
     detail: dict[str, Any]
     created_at: NullableTimestamp
 
@@ -102,14 +117,13 @@ class ToolCall(ReadModel):
     id: UUIDStr
     name: str
     patch_ref: str | None = Field(description="The tool host's own reference for the side effect it started.")
-    interaction: str = Field(description="`auto`, `confirm` (the run awaits an outcome) or `approve`.",
-                             examples=["confirm"])
-    status: str = Field(description="`pending`, `succeeded`, `failed`, `awaiting_outcome` or `resolved`.",
-                        examples=["awaiting_outcome"])
+    interaction: Interaction = Field(description="`confirm`: the run awaits an outcome; `approve`: it awaits "
+                                                 "the caller's approval before the call.")
+    status: ToolCallStatus
     args: dict[str, Any]
     result: Any = Field(description="The tool's result (an object), null until it answers.")
-    risk: str = Field(description="`low`, `medium` or `high`.", examples=["low"])
-    reliability: str = Field(description="`idempotent` or `at_most_once`.", examples=["idempotent"])
+    risk: Risk
+    reliability: Reliability
     cost_credits: Credits
     outcome: Outcome | None
     approval: ToolCallApproval | None = Field(None, description="Present for `interaction: approve` tools.")
@@ -144,7 +158,7 @@ class ApprovalPending(ReadModel):
 
 Pending = Annotated[InputPending | OutcomePending | ApprovalPending, Field(discriminator="type")]
 
-_RUN_EXAMPLE = {
+RUN_EXAMPLE = {
     "id": _RUN_ID, "thread_id": _THREAD_ID, "state": "awaiting_input", "terminal": False, "cost_credits": 0.25,
     "connection": None, "latest_message": None, "pending": {"type": "input", "question": "Which account?"},
     "error": None, "created_at": "2026-01-01T12:00:00Z", "updated_at": "2026-01-01T12:00:01Z"}
@@ -153,7 +167,7 @@ _RUN_EXAMPLE = {
 class Run(ReadModel):
     """One turn of the agent; payload of the `run.updated` event."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [_RUN_EXAMPLE]})
+    model_config = ConfigDict(json_schema_extra={"examples": [RUN_EXAMPLE]})
     id: UUIDStr
     thread_id: UUIDStr
     state: RunState
@@ -197,7 +211,7 @@ class Trace(Run):
     """A run with its turns, tool calls and attributed API calls."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [{
-        **_RUN_EXAMPLE, "state": "closed", "terminal": True, "pending": None,
+        **RUN_EXAMPLE, "state": "closed", "terminal": True, "pending": None,
         "opened_at": "2026-01-01T12:00:00Z", "closed_at": "2026-01-01T12:00:02Z",
         "turns": [], "api_calls": [], "api_calls_total": 0, "control": {}}]})
     opened_at: Timestamp
@@ -227,6 +241,10 @@ class RunRef(ReadModel):
 class ThreadDetail(Thread):
     """GET /threads/{id}: the Thread, its current run and its queue."""
 
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "id": _THREAD_ID, "agent": "agent_3k9x2m", "subject": "web:alice", "created_at": "2026-01-01T12:00:00Z",
+        "latest_run": {"id": _RUN_ID, "state": "awaiting_input"}, "queued_messages": 0,
+        "last_message_at": "2026-01-01T12:00:01Z"}]})
     latest_run: RunRef | None
     queued_messages: int
     last_message_at: NullableTimestamp

@@ -26,8 +26,9 @@ class RealtimeAuthRequest(BaseModel):
 
     model_config = ConfigDict(json_schema_extra={"examples": [{
         "socket_id": "1234.5678", "channel_name": "private-thread-0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40"}]})
-    socket_id: str = Field(pattern=r"^\d+\.\d+$", description="pusher-js's socket id.")
-    channel_name: str = Field(pattern=r"^private-thread-[0-9a-f-]{36}$",
+    # The patterns are heddle.realtime.signing's own checks.
+    socket_id: str = Field(pattern=r"^[0-9]{1,20}\.[0-9]{1,20}$", description="pusher-js's socket id.")
+    channel_name: str = Field(pattern=r"^private-thread-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
                               description="`private-thread-<thread uuid>`; the caller's subject must own it.")
 
 

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from heddle.api.envelope import NullableTimestamp, ReadModel, Timestamp
-from heddle.loom.schemas import Run
+from heddle.loom.schemas import RUN_EXAMPLE, Run
 
 WEBHOOK_TYPES = ("run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome")
 
@@ -18,7 +18,7 @@ class WebhookEvent(ReadModel):
 
     model_config = ConfigDict(json_schema_extra={"examples": [{
         "id": "evt_5f1c0b7e2a9d4c3b8a716e2f", "type": "run.closed", "created_at": "2026-01-01T12:00:02Z",
-        "data": {"id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11", "state": "closed"}}]})
+        "data": {**RUN_EXAMPLE, "state": "closed", "terminal": True, "pending": None}}]})
     id: str = Field(description="`evt_…`, the same on every delivery attempt.")
     type: Literal["run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome"]
     created_at: Timestamp
