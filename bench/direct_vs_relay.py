@@ -64,14 +64,22 @@ async def _alternate(server: Server, requests: int, relay: dict[str, str], pem: 
     return samples
 
 
-def _served_ms(server: Server) -> dict[str, list[float]]:
-    """The server's own latency of each request, from its request log (rows in request order)."""
-    db = sqlite3.connect(server.db_url.split("///", 1)[1])
-    try:
-        rows = db.execute("SELECT auth_mode, latency_ms FROM request_log WHERE path = '/v1/loom/threads' "
-                          "AND status = 200 ORDER BY id").fetchall()
-    finally:
-        db.close()
+def _served_ms(server: Server, expected: int) -> dict[str, list[float]]:
+    """The server's own latency of each request, from its request log (rows in request order).
+
+    The request log is written in batches (HEDDLE_REQUEST_LOG_FLUSH_SECONDS), so wait until
+    every request's row is there."""
+    deadline = time.monotonic() + 10
+    while True:
+        db = sqlite3.connect(server.db_url.split("///", 1)[1])
+        try:
+            rows = db.execute("SELECT auth_mode, latency_ms FROM request_log WHERE path = '/v1/loom/threads' "
+                              "AND status = 200 ORDER BY id").fetchall()
+        finally:
+            db.close()
+        if len(rows) >= expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     served: dict[str, list[float]] = {mode: [] for mode in MODES}
     for i, (auth_mode, latency) in enumerate(rows):
         mode = MODES[i % len(MODES)]
@@ -99,7 +107,7 @@ def main() -> None:
         relay = {"Authorization": f"Bearer {secret}", "Service-Subject": "bench:u1"}
         samples = asyncio.run(_alternate(server, args.requests, relay, pem, args.alg, key_id))
         time.sleep(0.5)  # the request log is written in batches
-        served = _served_ms(server)
+        served = _served_ms(server, args.requests * len(MODES) + WARM_UP)
     verify = verify_bench(args.verify_tokens)
     result = {"benchmark": "direct_vs_relay", "alg": args.alg, "target_added_ms": 0.3, "client": _figures(samples),
               "server": _figures(served), "in_process_verify": verify}

@@ -466,6 +466,8 @@ export interface components {
             /** Subject Ref */
             subject_ref?: string | null;
         };
+        /** @enum {string} */
+        DeliveryState: "pending" | "delivered" | "failed";
         /** HealthEnvelope */
         HealthEnvelope: {
             /**
@@ -1448,18 +1450,10 @@ export interface components {
              * @description `evt_…`: the event's id, sent on every attempt.
              */
             id: string;
-            /**
-             * Type
-             * @enum {string}
-             */
-            type: "run.closed" | "run.failed" | "run.awaiting_input" | "run.awaiting_outcome";
+            type: components["schemas"]["WebhookEventType"];
             /** Run Id */
             run_id: string | null;
-            /**
-             * State
-             * @enum {string}
-             */
-            state: "pending" | "delivered" | "failed";
+            state: components["schemas"]["DeliveryState"];
             /** Attempt Count */
             attempt_count: number;
             /** Next Attempt At */
@@ -1480,6 +1474,8 @@ export interface components {
             /** Attempts */
             attempts: components["schemas"]["WebhookAttemptRecord"][];
         };
+        /** @enum {string} */
+        WebhookEventType: "run.closed" | "run.failed" | "run.awaiting_input" | "run.awaiting_outcome";
         /**
          * Workspace
          * @description The calling workspace and the key that called.
@@ -1563,11 +1559,7 @@ export interface components {
              * @description `evt_…`, the same on every delivery attempt.
              */
             id: string;
-            /**
-             * Type
-             * @enum {string}
-             */
-            type: "run.closed" | "run.failed" | "run.awaiting_input" | "run.awaiting_outcome";
+            type: components["schemas"]["WebhookEventType"];
             /**
              * Created At
              * Format: date-time
@@ -1844,7 +1836,7 @@ export interface operations {
     list_webhook_deliveries: {
         parameters: {
             query?: {
-                state?: ("pending" | "delivered" | "failed") | null;
+                state?: components["schemas"]["DeliveryState"] | null;
                 limit?: number;
             };
             header?: {

@@ -5,11 +5,15 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import ConfigDict, Field
+from typing_extensions import TypeAliasType
 
 from heddle.api.envelope import NullableTimestamp, ReadModel, Timestamp
 from heddle.loom.schemas import RUN_EXAMPLE, Run
 
 WEBHOOK_TYPES = ("run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome")
+# Each enum declared once (one named component, as heddle.loom.schemas does for RunState).
+WebhookEventType = TypeAliasType("WebhookEventType", Literal[WEBHOOK_TYPES])
+DeliveryState = TypeAliasType("DeliveryState", Literal["pending", "delivered", "failed"])
 
 
 class WebhookEvent(ReadModel):
@@ -20,7 +24,7 @@ class WebhookEvent(ReadModel):
         "id": "evt_5f1c0b7e2a9d4c3b8a716e2f", "type": "run.closed", "created_at": "2026-01-01T12:00:02Z",
         "data": {**RUN_EXAMPLE, "state": "closed", "terminal": True, "pending": None}}]})
     id: str = Field(description="`evt_…`, the same on every delivery attempt.")
-    type: Literal["run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome"]
+    type: WebhookEventType
     created_at: Timestamp
     data: Run
 
@@ -39,9 +43,9 @@ class WebhookDelivery(ReadModel):
     destination is refused (a private address, plain http), with the reason in `last_error`."""
 
     id: str = Field(description="`evt_…`: the event's id, sent on every attempt.")
-    type: Literal["run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome"]
+    type: WebhookEventType
     run_id: str | None
-    state: Literal["pending", "delivered", "failed"]
+    state: DeliveryState
     attempt_count: int
     next_attempt_at: NullableTimestamp
     last_error: str | None = Field(description="Why the latest attempt failed.")

@@ -173,7 +173,12 @@ await main(async (browser, report) => {
   await page.getByLabel("Status code").fill("400");
   await page.getByLabel("Status code").press("Enter");
   await page.waitForURL(/status=400/);
-  await page.waitForTimeout(300);
+  // The request log is written in batches (HEDDLE_REQUEST_LOG_FLUSH_SECONDS, 0.5 s): the 400 sent
+  // just before may land a moment after the page asked, so Refresh as a person would.
+  for (let i = 0; i < 20 && !(await page.locator("table[aria-label='Requests'] tbody tr").count()); i++) {
+    await page.waitForTimeout(300);
+    await page.getByRole("button", { name: "Refresh" }).click();
+  }
   await page.locator("table[aria-label='Requests'] tbody tr").first().waitFor();
   report.requests.statuses_4xx = await page.locator("table[aria-label='Requests'] tbody tr td:nth-child(2)").allInnerTexts();
   await shot(page, "console-requests");
