@@ -25,7 +25,7 @@ from heddle.config import get_settings
 from heddle.db.urls import DatabaseUrlError, check_database_url
 from heddle.loom.agent_file import AgentFileError, parse_agent_file
 from support.net import free_port
-from support.processes import bound_port, spawn, wait_healthy
+from support.processes import serve_in
 
 REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -150,16 +150,8 @@ def test_the_ledger_fits_80_columns_without_cutting_a_value(tmp_path, monkeypatc
 def test_demo_beside_a_running_server_and_a_plain_log_when_redirected(tmp_path):
     """One server start for both: `heddle demo` sees it is up (and on which port), and its log,
     a pipe here, carries no colour codes even in --dev's readable format."""
-    proc, port_file = spawn(["serve", "--dev"], environ=_env(), cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-
-    def output() -> str:
-        proc.wait(10)
-        return proc.stderr.read()
-
+    proc, port, output = serve_in(tmp_path, _env(), ["--dev"])
     try:
-        port = bound_port(proc, port_file, output)
-        wait_healthy(proc, port, output)
         assert httpx.get(f"http://127.0.0.1:{port}/v1/nothing-here", timeout=5).status_code == 404
         done = heddle("demo", cwd=tmp_path, HEDDLE_PORT=str(port))
         assert done.returncode == 0, done.stderr

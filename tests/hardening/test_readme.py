@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from support.processes import bound_port, spawn, wait_healthy
+from support.processes import serve_in
 
 REPO = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
@@ -46,16 +46,8 @@ def test_readme_runs_as_pasted_against_a_fresh_server(tmp_path):
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))  # this test's virtual environment
     (tmp_path / "clients").symlink_to(REPO / "clients")
     environ = {k: v for k, v in os.environ.items() if not k.startswith("HEDDLE_")}
-    proc, port_file = spawn(["serve"], environ=environ, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-
-    def output() -> str:
-        proc.wait(10)
-        return proc.stderr.read()
-
+    proc, port, output = serve_in(tmp_path, environ)
     try:
-        port = bound_port(proc, port_file, output)
-        wait_healthy(proc, port, output)
         script = readme_session().replace(":8080", f":{port}")
         done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=environ, capture_output=True,
                               text=True, timeout=600)

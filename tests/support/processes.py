@@ -79,3 +79,19 @@ def serve_process(db_url: str, *, env: dict[str, str] | None = None,
     port = bound_port(proc, port_file, output)
     wait_healthy(proc, port, output)
     return proc, f"http://127.0.0.1:{port}"
+
+
+def serve_in(folder, environ: Mapping[str, str], args: Sequence[str] = ()) -> tuple[subprocess.Popen, int,
+                                                                                  Callable[[], str]]:
+    """`heddle serve` run from `folder` (its ./heddle.db), as a person starts it; once healthy, the
+    process, its port and `output()` (its stderr, read once it has exited or been stopped)."""
+    proc, port_file = spawn(["serve", *args], environ=environ, cwd=folder, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+    def output() -> str:
+        proc.wait(10)
+        return proc.stderr.read()
+
+    port = bound_port(proc, port_file, output)
+    wait_healthy(proc, port, output)
+    return proc, port, output

@@ -89,22 +89,6 @@ class IfscBankEntry(_Entry):
     merged_on: dt.date | None = None
 
 
-class IfscSubletFile(BaseModel):
-    """ifsc_razorpay.json: bank codes (`entries`) plus the sub-member maps."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    dataset: str
-    as_of: dt.date
-    licence: Annotated[str, StringConstraints(min_length=2)]
-    sources: list[Annotated[str, StringConstraints(min_length=10)]] = Field(min_length=1)
-    notes: str
-    entries: list[IfscBankEntry] = Field(min_length=1)
-    sublets: dict[Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}0[A-Z0-9]{6}$")], str]
-    sublet_prefixes: dict[Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}(?:0[A-Z0-9]{0,6})?$")],
-                          Name]
-
-
 class NigerianEntry(_Entry):
     cbn_code: Digits3or5 | None = None
     nip_code: Digits6 | None = None
@@ -170,3 +154,11 @@ class _File(BaseModel, Generic[EntryT]):
     sources: list[Annotated[str, StringConstraints(min_length=10)]] = Field(min_length=1)
     notes: str
     entries: list[EntryT] = Field(min_length=1)
+
+
+class IfscSubletFile(_File[IfscBankEntry]):
+    """ifsc_razorpay.json: bank codes (`entries`) plus the sub-member maps."""
+
+    sublets: dict[Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}0[A-Z0-9]{6}$")], str]
+    sublet_prefixes: dict[Annotated[str, StringConstraints(pattern=r"^[A-Z]{4}(?:0[A-Z0-9]{0,6})?$")],
+                          Name]
