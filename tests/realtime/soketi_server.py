@@ -70,7 +70,8 @@ def soketi(folder: Path, *, app_id: str, key: str, secret: str):
     }
     (folder / "soketi.json").write_text(json.dumps(config))
     log = folder / "soketi.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SOKETI_")}  # the config file rules
+    # The config file rules (no SOKETI_*), and the native server (no UWS_USE_FALLBACK).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SOKETI_", "UWS_"))}
     with log.open("wb") as out:  # cwd=folder: soketi reads a .env from its working directory
         proc = subprocess.Popen(
             [str(SOKETI_DIR / "node_modules" / ".bin" / "soketi"), "start", f"--config={folder / 'soketi.json'}"],
