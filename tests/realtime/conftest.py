@@ -13,6 +13,7 @@ import pytest
 
 from heddle.realtime.hub import RealtimeHub
 from realtime.realtime_testkit import LoopServer, SwappableApp, realtime_app
+from realtime.soketi_server import SOKETI_DIR
 
 JS_DIR = Path(__file__).parent / "js"
 
@@ -45,21 +46,35 @@ async def live(module_server):
     await hub.aclose(timeout=2)
 
 
-@pytest.fixture(scope="session")
-def pusher_js() -> Path:
-    """The pinned pusher-js, installed once with `npm ci` into tests/realtime/js/node_modules.
-
-    Skipped where Node.js or npm is missing, except in CI (env CI set), where that fails.
-    """
+def npm_installed(folder: Path, package: str) -> None:
+    """`npm ci` in `folder` unless `package` is installed there at the version its package.json
+    pins. Skipped where Node.js or npm is missing, except in CI (env CI set), where that fails."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
-        reason = "the pusher-js tests need node and npm on PATH"
+        reason = f"the {package} tests need node and npm on PATH"
         if os.environ.get("CI"):
             pytest.fail(f"{reason} (CI is set, so this is an error)")
         pytest.skip(reason)
-    pinned = json.loads((JS_DIR / "package.json").read_text())["dependencies"]["pusher-js"]
-    installed = JS_DIR / "node_modules" / "pusher-js" / "package.json"
+    pinned = json.loads((folder / "package.json").read_text())["dependencies"][package]
+    installed = folder / "node_modules" / package / "package.json"
     if not installed.exists() or json.loads(installed.read_text())["version"] != pinned:
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=JS_DIR, check=True,
-                       stdout=subprocess.DEVNULL, timeout=300)
+        subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
+            cwd=folder,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            timeout=300,
+        )
+
+
+@pytest.fixture(scope="session")
+def pusher_js() -> Path:
+    """The pinned pusher-js, installed once with `npm ci` into tests/realtime/js/node_modules."""
+    npm_installed(JS_DIR, "pusher-js")
     return JS_DIR / "subscribe.mjs"
+
+
+@pytest.fixture(scope="session")
+def soketi_installed() -> None:
+    """The pinned soketi, installed once with `npm ci` into tests/realtime/soketi/node_modules."""
+    npm_installed(SOKETI_DIR, "@soketi/soketi")
