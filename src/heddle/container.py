@@ -26,12 +26,14 @@ from heddle.loom.engine import RunEngine
 from heddle.loom.providers.registry import ModelRegistry
 from heddle.loom.retention import RetentionPruner
 from heddle.loom.run_events import RunEventLog, sent_by_database
+from heddle.loom.tools import ToolKinds
+from heddle.loom.tools.hosted import HostedTool, HostedTools
+from heddle.loom.tools.identify import IdentifyTool
 from heddle.loom.unit_of_work import RunSubmitter, RunUnitOfWork, publish_to
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.observability.request_log import RequestLogWriter
 from heddle.observability.retention import RequestLogPruner
-from heddle.outbound.for_runs import HostedTools
 from heddle.outbound.token_cache import SubjectTokenCache
 from heddle.ratelimit.limiter import RateLimiter
 from heddle.realtime.bus import BusPublisher, database_settings
@@ -106,7 +108,6 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     from heddle.db.migrate import upgrade
     from heddle.identify.service import build_identify_service
     from heddle.loom.executor import InProcessExecutor
-    from heddle.loom.tool_runner import DefaultToolRunner
     from heddle.money import to_micro
     from heddle.outbound.safe_http import build_outbound_client
 
@@ -171,8 +172,9 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     uow.on_commit(run_events.committed, deferrable=False)
     if events is not None:
         uow.on_commit(publish_to(uow, events))
-    engine = RunEngine(db, s, registry, DefaultToolRunner(charging, request_log, hosted), lambda: events, metrics,
-                       run_events=run_events, uow=uow)
+    # The tool kinds runs can call (heddle/loom/tools/): a new kind is one more entry here.
+    tools = ToolKinds(IdentifyTool(charging, request_log), HostedTool(hosted, uow))
+    engine = RunEngine(db, s, registry, tools, lambda: events, metrics, run_events=run_events, uow=uow)
     webhooks: WebhookDispatcher | None = None
     if s.webhook_dispatcher:  # every process may run one: deliveries are claimed under a lease
         webhooks = WebhookDispatcher(db, outbound, s)

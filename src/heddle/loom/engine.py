@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import insert
 
-from heddle.billing import service as billing
+from heddle.billing.service import InsufficientCredits
 from heddle.config import Settings
 from heddle.db.base import Database, utcnow
 from heddle.errors import HeddleError
@@ -46,7 +46,7 @@ from heddle.loom.states import (
     RUNNING,
     StaleExecutor,
 )
-from heddle.loom.tools import ToolRunner, tool_definition, tool_specs
+from heddle.loom.tools import ToolKinds
 from heddle.loom.unit_of_work import RunUnitOfWork
 from heddle.loom.views import render_run
 from heddle.observability.logging import get_logger
@@ -66,7 +66,7 @@ class RunFailure(Exception):
 
 
 class RunEngine:
-    def __init__(self, db: Database, settings: Settings, registry, tools: ToolRunner,
+    def __init__(self, db: Database, settings: Settings, registry, tools: ToolKinds,
                  events: Callable[[], EventSink | None], metrics: Metrics, run_events: RunEventLog,
                  uow: RunUnitOfWork):
         self.db = db
@@ -172,7 +172,7 @@ class RunEngine:
             raise RunFailure("model_not_configured",
                              f"Model class {agent.model_class!r} is not configured on this server.") from None
         provider = self.registry.provider_for(model_class)
-        specs = tool_specs(agent)
+        specs = self.tools.specs(agent)
         # A turn costs at most its input (estimated from characters) plus max_tokens of output.
         est_in = sum(len(m.content or "") for m in conversation) // 3 + 50
         worst = cost_micro(model_class, est_in, model_class.max_tokens)
@@ -220,9 +220,8 @@ class RunEngine:
                              **({"nul_replaced": nul_replaced} if nul_replaced else {})},
                 "latency_ms": round((time.perf_counter() - started) * 1000, 3), "created_at": utcnow()})
             try:
-                await billing.charge(session, run.workspace_id, cost, reason="model_turn", ref=str(turn_id),
-                                     run_id=run.id, key_id=run.key_id)
-            except billing.InsufficientCredits:
+                await work.charge(run, cost, reason="model_turn", ref=str(turn_id))
+            except InsufficientCredits:
                 raise RunFailure("insufficient_credits",
                                  "The workspace balance could not pay for the model turn.") from None
             self.metrics.credits_charged.labels("model_turn").inc(cost)
@@ -243,7 +242,7 @@ class RunEngine:
         return not finish
 
     def _new_tool_call(self, run: Run, agent: Agent, turn_id: uuid.UUID, seq: int, call) -> dict[str, Any]:
-        definition = tool_definition(agent, call.name)
+        definition = self.tools.definition(agent, call.name)
         now = utcnow()
         tc = dict(id=uuid.uuid4(), run_id=run.id, turn_id=turn_id, seq=seq, model_call_id=call.id, name=call.name,
                   args=call.arguments or {}, status=CALL_PENDING, attempts=[], cost_micro=0, result=None,
@@ -254,7 +253,7 @@ class RunEngine:
         if definition is None:
             tc.update(status=CALL_FAILED, result={"error": {
                 "code": "unknown_tool", "message": f"The agent has no tool {call.name!r}."}})
-        elif definition["kind"] == "hosted":
+        elif "interaction" in definition:  # a kind with interaction, risk and reliability (hosted)
             status, approval = initial_status(definition, tc["args"])
             tc.update(interaction=definition["interaction"], risk=definition["risk"],
                       reliability=definition["reliability"], status=status, approval=approval)
@@ -267,22 +266,22 @@ class RunEngine:
     # -- tool calls -----------------------------------------------------------------------
 
     async def _run_tool(self, run: Run, agent: Agent, call: ToolCall, fence: Fence) -> None:
-        definition = tool_definition(agent, call.name) or {}
-        if call.kind == "hosted" and call.attempts and call.reliability == "at_most_once":
+        definition = self.tools.definition(agent, call.name) or {}
+        kind = self.tools.of(call)
+        if kind is not None and kind.unknown_fate(call):
             # A previous process started this call and died: its fate is unknown.
             await self._record_tool(run, fence, call, CALL_AWAITING_OUTCOME, {"error": {
                 "code": "unknown_fate", "message": "The server stopped during this call; confirm its outcome."}})
             return
-        # The tool runner writes its own fenced marks (an in-flight attempt, a charge) and
-        # checks the fence before each attempt, so a stale executor calls no tool host.
-        if call.kind == "hosted":
-            try:
-                execution = await self.tools.run_hosted(run, call, definition, fence)
-            except StaleExecutor:
-                await self._record_stopped_retries(run, fence, call)
-                raise
-        else:
-            execution = await self.tools.run_builtin(run, call, fence)
+        # The tool kind writes its own fenced marks (an in-flight attempt, a charge) and checks
+        # the fence before each attempt, so a stale executor calls no tool host.
+        try:
+            execution = await self.tools.execute(run, call, definition, fence)
+        except StaleExecutor:
+            stopped = kind.stopped(call) if kind is not None else None
+            if stopped is not None:
+                await self._record_stopped(run, fence, call, stopped)
+            raise
         await self._record_tool(run, fence, call, execution.status, execution.result, execution)
 
     async def _record_tool(self, run: Run, fence: Fence, call: ToolCall, status: str,
@@ -308,19 +307,17 @@ class RunEngine:
             await work.hold_or_cancelled(**run_values)
             if execution is not None and execution.cost_micro and not execution.charged:
                 try:
-                    await billing.charge(work.session, run.workspace_id, execution.cost_micro, reason="tool_call",
-                                         ref=str(call.id), run_id=run.id, key_id=run.key_id)
-                except billing.InsufficientCredits:
+                    await work.charge(run, execution.cost_micro, reason="tool_call", ref=str(call.id))
+                except InsufficientCredits:
                     raise RunFailure("insufficient_credits",
                                      "The workspace could not pay for a tool call.") from None
             # Conditional on the call still being pending: a resolved call never moves back.
             await work.move_call(call.id, CALL_PENDING, CALL_EVENT_FOR_STATUS[status], **fields)
 
-    async def _record_stopped_retries(self, run: Run, fence: Fence, call: ToolCall) -> None:
-        """A cancel between two attempts of an idempotent call stops its retries: record that."""
+    async def _record_stopped(self, run: Run, fence: Fence, call: ToolCall, result: dict[str, Any]) -> None:
+        """A cancel in the middle of a call (between two attempts of an idempotent one) stops it: record that."""
         try:
-            await self._record_tool(run, fence, call, CALL_FAILED, {"error": {
-                "code": "cancelled", "message": "The run was cancelled between attempts; the call was not retried."}})
+            await self._record_tool(run, fence, call, CALL_FAILED, result)
         except (StaleExecutor, HeddleError):
             pass  # not cancelled (another executor holds the run), or the call was already settled
 

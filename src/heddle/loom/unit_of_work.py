@@ -31,6 +31,7 @@ from sqlalchemy import and_, bindparam, case, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
+from heddle.billing import service as billing
 from heddle.db.base import Database, utcnow
 from heddle.loom import run_events
 from heddle.loom.channels import EventSink, payload, thread_channel
@@ -169,6 +170,13 @@ class RunWork:
         await self.session.execute(_INSERT_RUN, row)
         self.created[row["id"]] = row["workspace_id"]
         return Run(**row)
+
+    async def charge(self, run: Run, amount_micro: int, *, reason: str, ref: str) -> None:
+        """The one way a run pays (a model turn, a tool call, an `identify` lookup): the ledger
+        row names the run and its key; billing.InsufficientCredits if the balance cannot pay.
+        The run's own `cost_micro` is written by the step that charges (with its fenced UPDATE)."""
+        await billing.charge(self.session, run.workspace_id, amount_micro, reason=reason, ref=ref, run_id=run.id,
+                             key_id=run.key_id)
 
     # -- tool calls -----------------------------------------------------------------------
 
