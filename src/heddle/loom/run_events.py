@@ -40,6 +40,7 @@ from heddle.loom.deltas import DELTA_EVENT
 from heddle.loom.models import Run, RunEvent
 from heddle.observability.logging import get_logger
 from heddle.webhooks import outbox as webhooks
+from heddle.webhooks import run_rule
 
 log = get_logger(__name__)
 
@@ -49,7 +50,6 @@ PACKED_DELTAS = "message.deltas"
 # A delta writer waits this long before its first write, so that pieces arriving together (and a
 # model call that ends meanwhile, see RunEventLog.take) share one write.
 GATHER_SECONDS = 0.002
-WEBHOOK_STATES = ("closed", "failed", "awaiting_input", "awaiting_outcome")  # run.<state> webhooks
 _INSERT = insert(RunEvent.__table__)
 
 
@@ -166,22 +166,16 @@ async def stage(work) -> None:
 
 async def _enqueue_webhooks(session, workspace_id: str, run_id: uuid.UUID,
                             events: list[tuple[str, dict[str, Any]]]) -> bool:
-    """One delivery per state the run *entered* (a `run.updated` that repeats the state it was
-    already in, such as one of several outcomes posted, is not a new webhook). True if any."""
+    """The deliveries the webhook rule (heddle/webhooks/run_rule.py) owes for these events, given
+    the run's last stored update; True if any."""
     updates = [data for name, data in events if name == "run.updated"]
-    if not any(data.get("state") in WEBHOOK_STATES for data in updates):
+    if not run_rule.may_owe(updates) or not await webhooks.has_endpoint(session, workspace_id):
         return False
-    if not await webhooks.has_endpoint(session, workspace_id):
-        return False
-    owed = False
     previous = await session.scalar(_LAST_UPDATE, {"rid": run_id})
-    state = (previous or {}).get("state")
-    for data in updates:
-        if data.get("state") != state and data.get("state") in WEBHOOK_STATES:
-            webhooks.enqueue(session, workspace_id, f"run.{data['state']}", data)
-            owed = True
-        state = data.get("state")
-    return owed
+    deliveries = run_rule.owed((previous or {}).get("state"), updates)
+    for event_type, data in deliveries:
+        webhooks.enqueue(session, workspace_id, event_type, data)
+    return bool(deliveries)
 
 
 async def read_after(session, run_id: uuid.UUID, after: int,
