@@ -143,10 +143,38 @@ async def _setup(db_url: str):
     return db, ws.id, agent.id, thread.id
 
 
+@pytest.fixture
+async def store(db_url):
+    """A migrated database with a workspace, an agent and a thread; disposed after the test."""
+    db, ws, agent, thread = await _setup(db_url)
+    yield db, ws, agent, thread
+    await db.dispose()
+
+
 def _run_row(ws: str, agent: str, thread: uuid.UUID, state: str) -> dict:
     now = utcnow()
     return dict(id=uuid.uuid4(), thread_id=thread, workspace_id=ws, agent_id=agent, subject="s", state=state,
                 opened_at=now, created_at=now, updated_at=now, cost_micro=0, turn_count=0, fence=1)
+
+
+async def _done(db: Database, write, refused: type[Exception]) -> bool:
+    """Whether `write(session)` committed (False: it was refused with `refused`)."""
+    try:
+        async with db.transaction() as s:
+            await write(s)
+    except refused:
+        return False
+    return True
+
+
+async def _assert_moved_as_the_table_says(db: Database, write, refused: type[Exception], stored_value,
+                                          table: dict[tuple[str, str], str], pair: tuple[str, str]) -> None:
+    """`write` moved the row to the table's target of `pair`, or was refused leaving it as it was."""
+    moved = await _done(db, write, refused)
+    async with db.session() as s:
+        stored = await s.scalar(stored_value)
+    assert moved == (pair in table), pair
+    assert stored == table.get(pair, pair[0]), pair
 
 
 async def _insert_run(db: Database, row: dict) -> None:
@@ -156,85 +184,54 @@ async def _insert_run(db: Database, row: dict) -> None:
 
 
 @pytest.mark.parametrize("fenced", [False, True])
-async def test_each_run_move_is_the_table_s_or_refused(db_url, fenced):
-    db, ws, agent, thread = await _setup(db_url)
-    try:
-        events = sorted({event for _, event in TRANSITIONS})
-        for state, event in itertools.product(STATES, events):
-            row = _run_row(ws, agent, thread, state)
-            await _insert_run(db, row)
-            fence = Fence(row["id"], 1) if fenced else None
-            run = Run(**row)
-            try:
-                async with db.transaction() as s:
-                    await RunWork(s, fence=fence).move(run, event)
-                moved = True
-            except InvalidTransition:
-                moved = False
-            async with db.session() as s:
-                stored = await s.scalar(select(Run.state).where(Run.id == row["id"]))
-            assert moved == ((state, event) in TRANSITIONS), (state, event)
-            assert stored == TRANSITIONS.get((state, event), state), (state, event)
-    finally:
-        await db.dispose()
-
-
-async def test_a_fenced_move_of_a_run_held_by_another_executor_is_stale(db_url):
-    db, ws, agent, thread = await _setup(db_url)
-    try:
-        row = _run_row(ws, agent, thread, "running")
+async def test_each_run_move_is_the_table_s_or_refused(store, fenced):
+    db, ws, agent, thread = store
+    events = sorted({event for _, event in TRANSITIONS})
+    for state, event in itertools.product(STATES, events):
+        row = _run_row(ws, agent, thread, state)
         await _insert_run(db, row)
-        with pytest.raises(StaleExecutor):
-            async with db.transaction() as s:
-                await RunWork(s, fence=Fence(row["id"], 2)).move(Run(**row), "finish")
-        async with db.session() as s:
-            assert await s.scalar(select(Run.state).where(Run.id == row["id"])) == "running"
-    finally:
-        await db.dispose()
+        fence = Fence(row["id"], 1) if fenced else None
+        run = Run(**row)
+        await _assert_moved_as_the_table_says(
+            db, lambda s, r=run, e=event, f=fence: RunWork(s, fence=f).move(r, e), InvalidTransition,
+            select(Run.state).where(Run.id == row["id"]), TRANSITIONS, (state, event))
 
 
-async def test_each_call_move_is_the_table_s_or_refused(db_url):
-    db, ws, agent, thread = await _setup(db_url)
-    try:
-        row = _run_row(ws, agent, thread, "running")
-        await _insert_run(db, row)
-        turn_id = uuid.uuid4()
+async def test_a_fenced_move_of_a_run_held_by_another_executor_is_stale(store):
+    db, ws, agent, thread = store
+    row = _run_row(ws, agent, thread, "running")
+    await _insert_run(db, row)
+    with pytest.raises(StaleExecutor):
         async with db.transaction() as s:
-            s.add(Turn(id=turn_id, run_id=row["id"], seq=1, model_class="scripted", input_tokens=0,
-                       output_tokens=0, cost_micro=0, request={}, response={}, latency_ms=0))
-        events = sorted({event for _, event in CALL_TRANSITIONS})
-        for n, (status, event) in enumerate(itertools.product(CALL_STATUSES, events)):
-            call_id = uuid.uuid4()
-            async with db.transaction() as s:
-                # A fixture row in any status (new calls are inserted by RunWork.insert_tool_calls).
-                await s.execute(ToolCall.__table__.insert(), dict(
-                    id=call_id, run_id=row["id"], turn_id=turn_id, seq=n, model_call_id="m", name="t",
-                    kind="hosted", status=status))
-            try:
-                async with db.transaction() as s:
-                    await RunWork(s).move_call(call_id, status, event)
-                moved = True
-            except InvalidCallTransition:
-                moved = False
-            async with db.session() as s:
-                stored = await s.scalar(select(ToolCall.status).where(ToolCall.id == call_id))
-            assert moved == ((status, event) in CALL_TRANSITIONS), (status, event)
-            assert stored == CALL_TRANSITIONS.get((status, event), status), (status, event)
-    finally:
-        await db.dispose()
+            await RunWork(s, fence=Fence(row["id"], 2)).move(Run(**row), "finish")
+    async with db.session() as s:
+        assert await s.scalar(select(Run.state).where(Run.id == row["id"])) == "running"
 
 
-async def test_new_rows_start_only_in_an_initial_state(db_url):
-    db, ws, agent, thread = await _setup(db_url)
-    try:
-        for state in STATES:
-            row = _run_row(ws, agent, thread, state)
-            try:
-                async with db.transaction() as s:
-                    await RunWork(s).insert_run(row)
-                inserted = True
-            except InvalidTransition:
-                inserted = False
-            assert inserted == (state in ("running", "queued")), state
-    finally:
-        await db.dispose()
+async def test_each_call_move_is_the_table_s_or_refused(store):
+    db, ws, agent, thread = store
+    row = _run_row(ws, agent, thread, "running")
+    await _insert_run(db, row)
+    turn_id = uuid.uuid4()
+    async with db.transaction() as s:
+        s.add(Turn(id=turn_id, run_id=row["id"], seq=1, model_class="scripted", input_tokens=0,
+                   output_tokens=0, cost_micro=0, request={}, response={}, latency_ms=0))
+    events = sorted({event for _, event in CALL_TRANSITIONS})
+    for n, (status, event) in enumerate(itertools.product(CALL_STATUSES, events)):
+        call_id = uuid.uuid4()
+        async with db.transaction() as s:
+            # A fixture row in any status (new calls are inserted by RunWork.insert_tool_calls).
+            await s.execute(ToolCall.__table__.insert(), dict(
+                id=call_id, run_id=row["id"], turn_id=turn_id, seq=n, model_call_id="m", name="t",
+                kind="hosted", status=status))
+        await _assert_moved_as_the_table_says(
+            db, lambda s, c=call_id, st=status, e=event: RunWork(s).move_call(c, st, e), InvalidCallTransition,
+            select(ToolCall.status).where(ToolCall.id == call_id), CALL_TRANSITIONS, (status, event))
+
+
+async def test_new_rows_start_only_in_an_initial_state(store):
+    db, ws, agent, thread = store
+    for state in STATES:
+        row = _run_row(ws, agent, thread, state)
+        inserted = await _done(db, lambda s, r=row: RunWork(s).insert_run(r), InvalidTransition)
+        assert inserted == (state in ("running", "queued")), state
