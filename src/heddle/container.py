@@ -1,6 +1,6 @@
 """The shared services of one process, typed, and how to build and close them.
 
-`heddle serve` (through the FastAPI lifespan in `heddle.services`) and `heddle worker` build the
+`heddle serve` (through the FastAPI lifespan in `heddle.lifespan`) and `heddle worker` build the
 same `Container`; nothing here imports FastAPI. Lower layers never receive the container: the
 tool kinds get `IdentifyCharging` and `HostedTools`, Identify's HTTP route gets
 `identify_charging`, and so on, so each layer's dependencies are visible in its signature.
