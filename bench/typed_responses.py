@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import TypeAdapter
 
 from heddle.api.envelope import Envelope
-from heddle.loom.effects import payload
+from heddle.loom.channels import payload
 from heddle.loom.schemas import Run, Trace
 
 T = "2026-01-01T12:00:00.123456Z"

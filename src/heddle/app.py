@@ -15,6 +15,7 @@ from heddle.config import Settings, get_settings
 from heddle.console.routes import router as console_router
 from heddle.deployment import check_deployment
 from heddle.identify.routes import router as identify_router
+from heddle.lifespan import AppServices
 from heddle.loom.events_routes import router as loom_events_router
 from heddle.loom.routes import router as loom_router
 from heddle.loom.routes_control import router as loom_control_router
@@ -22,7 +23,6 @@ from heddle.observability.logging import configure_logging
 from heddle.realtime.admission import Admission
 from heddle.realtime.routes import router as realtime_router
 from heddle.realtime.server import build_realtime_router
-from heddle.services import AppServices
 from heddle.web.routes import router as web_router
 from heddle.webhooks.routes import router as webhooks_router
 from heddle.workspaces.routes import router as workspace_router

@@ -1,8 +1,8 @@
 """The shared services of one process, typed, and how to build and close them.
 
-`heddle serve` (through the FastAPI lifespan in `heddle.services`) and `heddle worker` build the
+`heddle serve` (through the FastAPI lifespan in `heddle.lifespan`) and `heddle worker` build the
 same `Container`; nothing here imports FastAPI. Lower layers never receive the container: the
-tool runner gets `IdentifyCharging` and `HostedTools`, Identify's HTTP route gets
+tool kinds get `IdentifyCharging` and `HostedTools`, Identify's HTTP route gets
 `identify_charging`, and so on, so each layer's dependencies are visible in its signature.
 """
 
@@ -21,16 +21,19 @@ from heddle.db.base import Database, is_sqlite
 from heddle.idempotency.pruner import IdempotencyPruner
 from heddle.identify.charging import IdentifyCharging
 from heddle.identify.service import IdentifyService
-from heddle.loom.effects import EventSink, RunSubmitter
+from heddle.loom.channels import EventSink
 from heddle.loom.engine import RunEngine
 from heddle.loom.providers.registry import ModelRegistry
 from heddle.loom.retention import RetentionPruner
 from heddle.loom.run_events import RunEventLog, sent_by_database
+from heddle.loom.tools import ToolKinds
+from heddle.loom.tools.hosted import HostedTool, HostedTools
+from heddle.loom.tools.identify import IdentifyTool
+from heddle.loom.unit_of_work import RunSubmitter, RunUnitOfWork, publish_to
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.observability.request_log import RequestLogWriter
 from heddle.observability.retention import RequestLogPruner
-from heddle.outbound.for_runs import HostedTools
 from heddle.outbound.token_cache import SubjectTokenCache
 from heddle.ratelimit.limiter import RateLimiter
 from heddle.realtime.bus import BusPublisher, database_settings
@@ -70,9 +73,10 @@ class Container:
     hosted_tools: HostedTools
     registry: ModelRegistry
     run_events: RunEventLog  # the stored event log behind SSE; wakes streams and webhooks
+    uow: RunUnitOfWork  # every run and tool-call write, and its after-commit hooks
     webhooks: WebhookDispatcher | None  # None when HEDDLE_WEBHOOK_DISPATCHER is off
     engine: RunEngine
-    executor: RunExecutor | None  # where `Effects.start` sends runs; None in a worker
+    executor: RunExecutor | None  # where `RunWork.start` sends runs; None in a worker
     loop: asyncio.AbstractEventLoop
 
     def database(self) -> Database:
@@ -104,7 +108,6 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     from heddle.db.migrate import upgrade
     from heddle.identify.service import build_identify_service
     from heddle.loom.executor import InProcessExecutor
-    from heddle.loom.tool_runner import DefaultToolRunner
     from heddle.money import to_micro
     from heddle.outbound.safe_http import build_outbound_client
 
@@ -163,8 +166,15 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
         # Another process's run events reach this one's SSE streams as soon as the shared bus
         # carries them (the stream then reads the stored rows), not at its next poll.
         realtime.relay.observers.append(lambda _channel, name, data: run_events.wake(name, data))
-    engine = RunEngine(db, s, registry, DefaultToolRunner(charging, request_log, hosted), lambda: events, metrics,
-                       run_events=run_events)
+    # What happens after a run's change commits, in this order: this process's SSE streams and
+    # webhook dispatcher wake up, the events go to realtime, the runs made runnable are submitted.
+    uow = RunUnitOfWork(db)
+    uow.on_commit(run_events.committed, deferrable=False)
+    if events is not None:
+        uow.on_commit(publish_to(uow, events))
+    # The tool kinds runs can call (heddle/loom/tools/): a new kind is one more entry here.
+    tools = ToolKinds(IdentifyTool(charging, request_log), HostedTool(hosted, uow))
+    engine = RunEngine(db, s, registry, tools, lambda: events, metrics, run_events=run_events, uow=uow)
     webhooks: WebhookDispatcher | None = None
     if s.webhook_dispatcher:  # every process may run one: deliveries are claimed under a lease
         webhooks = WebhookDispatcher(db, outbound, s)
@@ -176,13 +186,11 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
         executor = InProcessExecutor(db, engine, metrics, concurrency=s.run_concurrency,
                                      lease_seconds=s.run_lease_seconds, sweep_interval=s.run_sweep_seconds,
                                      reclaim_all_on_start=db.is_sqlite)
-    engine.submitter = executor  # the next queued run of a thread starts through it
+    if executor is not None:
+        uow.submit_to(executor)  # new runs, resumed runs and a thread's next queued run start here
     retention_pruner: RetentionPruner | None = None
     if role == "serve":
-        async def publish(effects, realtime_enabled: bool) -> None:
-            await effects.apply(events, executor, realtime_enabled)
-
-        retention_pruner = RetentionPruner(db, s.retention_sweep_seconds, publish)
+        retention_pruner = RetentionPruner(db, s.retention_sweep_seconds, uow)
     container = Container(
         settings=s, role=role, metrics=metrics, db=db, realtime=realtime, events=events,
         request_log=request_log, request_log_pruner=request_log_pruner,
@@ -190,7 +198,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
         outbound=outbound, jwks=jwks,
         direct_auth=direct_auth,
         subject_tokens=subject_tokens, identify=identify, identify_charging=charging, hosted_tools=hosted,
-        registry=registry, run_events=run_events, webhooks=webhooks, engine=engine, executor=executor,
+        registry=registry, run_events=run_events, uow=uow, webhooks=webhooks, engine=engine, executor=executor,
         loop=asyncio.get_running_loop())
     if retention_pruner is not None:
         retention_pruner.start()

@@ -21,8 +21,8 @@ from heddle.loom.states import (
     CALL_FINAL,
     CALL_TRANSITIONS,
     InvalidCallTransition,
-    transition_call,
 )
+from heddle.loom.unit_of_work import RunWork
 from support.loom import open_thread, post, wait_run
 
 SERVER_SETTINGS = {"outbound_timeout": 10.0, "tool_call_price_credits": 0.5}
@@ -105,7 +105,7 @@ def test_at_most_once_call_taken_over_stays_unknown(http, tenant, toolhost):
     call_id = uuid.UUID(pending["id"])
     for status, event in (("awaiting_outcome", "resolve"), ("pending", "await_outcome"), ("resolved", "succeed")):
         with pytest.raises(InvalidCallTransition):
-            tenant.run(lambda s, st=status, ev=event: transition_call(s, call_id, st, ev))
+            tenant.run(lambda s, st=status, ev=event: RunWork(s).move_call(call_id, st, ev))
     status = tenant.run(lambda s: s.scalar(select(ToolCall.status).where(ToolCall.id == call_id)))
     assert status == "resolved"
 

@@ -103,8 +103,8 @@ async def api_settings():
 async def test_a_reply_streams_its_pieces_only_to_a_channel_someone_hears():
     """On the built-in server a delta stream asks the publisher before each piece: nobody
     subscribed, nothing is encoded or sent; a subscriber who joins mid-reply gets the rest."""
+    from heddle.loom.channels import thread_channel
     from heddle.loom.deltas import DeltaStream
-    from heddle.loom.effects import thread_channel
 
     received: list[str] = []
 

@@ -13,7 +13,7 @@ BENCH = Path(__file__).parents[2] / "bench" / "engine_statements.py"
 
 # Measured 2026-11-23 on SQLite (before the batching: 21, 46 and 27). A change that adds a
 # statement to every run shows here first.
-# Run control (loom/control.py) adds one statement to every run that ends: the finishing
+# Run control (loom/cancellation.py) adds one statement to every run that ends: the finishing
 # transaction looks for the thread's next queued run (if_busy: enqueue), 8 -> 9 and 26 -> 27.
 # The stored run-event log behind SSE and the webhook outbox (loom/run_events.py) write in the
 # step's own transaction: each step that changes the run stores its run.updated/message.created

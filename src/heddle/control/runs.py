@@ -1,6 +1,6 @@
 """Runs, threads and the request log as operators read them (every subject of a workspace).
 
-Traces come from the same code as `GET /v1/loom/runs/{id}/trace` (heddle.loom.service), read
+Traces come from the same code as `GET /v1/loom/runs/{id}/trace` (heddle.loom.views), read
 as a workspace-wide relay caller without a subject, which sees every run of the workspace.
 """
 
@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from heddle.auth.context import AuthContext, WorkspaceInfo
 from heddle.control.errors import invalid, not_found
 from heddle.control.workspaces import workspace
-from heddle.loom import service as loom_service
+from heddle.loom import views as loom_views
 from heddle.loom.models import Agent, Message, Run, RunEvent, Thread, ToolCall
 from heddle.loom.serializers import message_dict, thread_dict
 from heddle.money import to_credits
@@ -133,7 +133,7 @@ async def run_detail(session: AsyncSession, workspace_id: str, run_id: str) -> d
     run = await session.get(Run, _uuid(run_id, "run"))
     if run is None or run.workspace_id != ws.id:
         raise not_found("run", run_id)
-    trace = await loom_service.get_trace(session, _reader(ws), str(run.id))
+    trace = await loom_views.get_trace(session, _reader(ws), str(run.id))
     requests = await session.scalars(select(RequestLogEntry).where(RequestLogEntry.run_id == run.id)
                                      .order_by(RequestLogEntry.id.desc()).limit(RUN_REQUESTS_CAP))
     agent = await session.get(Agent, run.agent_id)

@@ -5,7 +5,6 @@ Shared by `POST /v1/identify` and the Loom built-in `identify` tool, so both bil
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,8 @@ if TYPE_CHECKING:
     from heddle.identify.service import IdentifyService
 
 Recorder = Callable[[AsyncSession, dict[str, Any]], Awaitable[None]]
+# Takes `amount` micro-credits for the lookup (ref: its rail) inside the given transaction.
+Charger = Callable[[AsyncSession, int, str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,16 +38,16 @@ class IdentifyCharging:
 async def identify_and_charge(svc: IdentifyCharging, *, workspace_id: str, key_id: str | None,
                               request: IdentifyRequest,
                               balance_hint: int | None = None,
-                              run_id: uuid.UUID | None = None,
-                              guard: Callable[[AsyncSession], Awaitable[None]] | None = None,
+                              charge: Charger | None = None,
                               record: Recorder | None = None) -> tuple[dict[str, Any], int]:
     """Return the Identify Result and the micro-credits charged (0 unless `identified`).
 
-    `guard(session)`, when given, runs first inside the charge's transaction and may raise to
-    prevent the charge (a run's executor checks there that it still holds the run).
-    `record(session, result)` runs next in the same transaction (in a transaction of its
-    own when nothing is charged): the Idempotency-Key's response commits with the charge or not
-    at all, so a retry is never billed twice and a charged call always has its response stored.
+    `charge(session, amount, ref)`, when given, takes the price instead of a plain workspace
+    charge (a run's `identify` tool: the run's fenced charge, heddle/loom/tools/identify.py);
+    it may raise to prevent the charge. `record(session, result)` runs first in the same
+    transaction (in a transaction of its own when nothing is charged): the Idempotency-Key's
+    response commits with the charge or not at all, so a retry is never billed twice and a
+    charged call always has its response stored.
     """
     price = svc.price_micro
     if price:
@@ -61,12 +62,13 @@ async def identify_and_charge(svc: IdentifyCharging, *, workspace_id: str, key_i
     charged = 0
     if result.billable and price:
         async with svc.db.transaction() as session:
-            if guard is not None:
-                await guard(session)
             if record is not None:
                 await record(session, data)
-            await billing.charge(session, workspace_id, price, reason="identify", ref=str(result.rail),
-                                 run_id=run_id, key_id=key_id)
+            if charge is not None:
+                await charge(session, price, str(result.rail))
+            else:
+                await billing.charge(session, workspace_id, price, reason="identify", ref=str(result.rail),
+                                     key_id=key_id)
         svc.metrics.credits_charged.labels("identify").inc(price)
         charged = price
     elif record is not None:

@@ -18,14 +18,16 @@ from heddle.auth.context import AuthContext
 from heddle.db.base import utcnow
 from heddle.errors import HeddleError
 from heddle.loom import queries as q
-from heddle.loom.control import actor
-from heddle.loom.effects import Effects
 from heddle.loom.models import Message, Run, ToolCall
-from heddle.loom.states import AWAITING_INPUT, transition
+from heddle.loom.states import AWAITING_INPUT, CALL_AWAITING_APPROVAL, CALL_PENDING
+from heddle.loom.unit_of_work import RunWork
+from heddle.loom.views import awaiting_approval, render_run
 from heddle.timeutil import iso
 
-AWAITING_APPROVAL = "awaiting_approval"
-DECLINED = "declined"
+
+def actor(auth: AuthContext) -> dict[str, Any]:
+    """Who did it, as the trace shows it (never a secret)."""
+    return {"mode": auth.mode, "key_id": auth.key_id, "subject": auth.subject}
 
 
 def _number(value: Any) -> float | None:
@@ -51,39 +53,32 @@ def needs_approval(definition: dict[str, Any], args: dict[str, Any]) -> tuple[bo
 def initial_status(definition: dict[str, Any], args: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
     """The status a new tool call starts in, and its `approval` record (None if not an approve tool)."""
     if definition.get("interaction") != "approve":
-        return "pending", None
+        return CALL_PENDING, None
     required, why = needs_approval(definition, args)
     record: dict[str, Any] = {"required": required, "why": why}
     if definition.get("approve_when"):
         record["rule"] = definition["approve_when"]
     if not required:
-        return "pending", record
-    return AWAITING_APPROVAL, {**record, "requested_at": iso(utcnow())}
+        return CALL_PENDING, record
+    return CALL_AWAITING_APPROVAL, {**record, "requested_at": iso(utcnow())}
 
 
-async def awaiting_approval(session, run_id) -> list[ToolCall]:
-    return list(await session.scalars(select(ToolCall).where(
-        ToolCall.run_id == run_id, ToolCall.status == AWAITING_APPROVAL).order_by(ToolCall.seq)))
-
-
-def _decide(call: ToolCall, approved: bool, by: dict[str, Any], reason: str | None,
-            message_id: str | None = None) -> None:
-    call.approval = {**(call.approval or {}), "approved": approved, "by": by, "at": iso(utcnow()),
-                     "reason": reason}
+async def decide(work: RunWork, call: ToolCall, approved: bool, by: dict[str, Any], reason: str | None,
+                 message_id: str | None = None) -> None:
+    """Answer one call awaiting approval: approved -> pending, declined -> declined."""
+    record = {**(call.approval or {}), "approved": approved, "by": by, "at": iso(utcnow()), "reason": reason}
     if approved:
-        call.status = "pending"
+        await work.move_call(call, CALL_AWAITING_APPROVAL, "approve", approval=record)
     else:
-        call.status = DECLINED
-        call.result = {"declined": True, "reason": reason or "The user declined this call.",
-                       **({"message_id": message_id} if message_id else {})}
-    call.updated_at = utcnow()
+        await work.move_call(call, CALL_AWAITING_APPROVAL, "decline", approval=record, result={
+            "declined": True, "reason": reason or "The user declined this call.",
+            **({"message_id": message_id} if message_id else {})})
 
 
-async def answer(session, auth: AuthContext, run_id: str, tool_call_id: str, approved: bool,
-                 reason: str | None, effects: Effects) -> dict[str, Any]:
+async def answer(work: RunWork, auth: AuthContext, run_id: str, tool_call_id: str, approved: bool,
+                 reason: str | None) -> dict[str, Any]:
     """`POST /runs/{id}/approval`. A retry for an already answered call keeps the first answer."""
-    from heddle.loom.service import render_run
-
+    session = work.session
     run = await q.visible_run(session, auth, run_id, for_update=True)
     tc_id = q.parse_id(tool_call_id, "tool call")
     call = await session.scalar(select(ToolCall).where(ToolCall.id == tc_id, ToolCall.run_id == run.id))
@@ -91,22 +86,21 @@ async def answer(session, auth: AuthContext, run_id: str, tool_call_id: str, app
         raise q.not_found("tool call")
     if call.approval and "approved" in call.approval:
         return await render_run(session, run)
-    if run.state != AWAITING_INPUT or call.status != AWAITING_APPROVAL:
+    if run.state != AWAITING_INPUT or call.status != CALL_AWAITING_APPROVAL:
         raise HeddleError("run_not_awaiting_approval", f"Run {run.id} is {run.state}; tool call {call.id} is "
                           f"{call.status}.", details={"run_state": run.state, "tool_call_status": call.status})
-    _decide(call, approved, actor(auth), reason)
-    await session.flush()
+    await decide(work, call, approved, actor(auth), reason)
     if not await awaiting_approval(session, run.id):
-        await transition(session, run, "approval")
-        effects.start(run.id)
+        await work.move(run, "approval")
+        work.start(run.id)
     data = await render_run(session, run)
-    effects.run_updated(run.thread_id, data)
+    work.run_updated(run.thread_id, data)
     return data
 
 
-async def decline_for_message(session, auth: AuthContext, run: Run, message: Message) -> bool:
+async def decline_for_message(work: RunWork, auth: AuthContext, run: Run, message: Message) -> bool:
     """A message posted while approvals are pending declines them all; True if there were any."""
-    pending = await awaiting_approval(session, run.id)
+    pending = await awaiting_approval(work.session, run.id)
     for call in pending:
-        _decide(call, False, actor(auth), "The user sent a message instead.", message_id=str(message.id))
+        await decide(work, call, False, actor(auth), "The user sent a message instead.", message_id=str(message.id))
     return bool(pending)

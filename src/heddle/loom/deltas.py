@@ -22,7 +22,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Protocol
 
-from heddle.loom.effects import EventSink, thread_channel
+from heddle.loom.channels import EventSink, thread_channel
 from heddle.observability.logging import get_logger
 from heddle.text import NUL, REPLACEMENT
 

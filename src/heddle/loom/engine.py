@@ -17,47 +17,45 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import insert
 
-from heddle.billing import service as billing
+from heddle.billing.service import InsufficientCredits
 from heddle.config import Settings
 from heddle.db.base import Database, utcnow
 from heddle.errors import HeddleError
 from heddle.loom import engine_sql as sql
 from heddle.loom import queries as q
-from heddle.loom.approvals import AWAITING_APPROVAL, initial_status
-from heddle.loom.control import advance_queue, hold_or_cancelled
+from heddle.loom.approvals import initial_status
+from heddle.loom.cancellation import advance_queue
+from heddle.loom.channels import EventSink
 from heddle.loom.deltas import DeltaStream
-from heddle.loom.effects import Effects, EventSink
 from heddle.loom.history import build_conversation
 from heddle.loom.lease import Fence
 from heddle.loom.model_calls import ModelCalls
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
 from heddle.loom.providers.base import DEFAULT_HISTORY_TOKENS, ModelProviderError, ModelResponse
 from heddle.loom.providers.registry import cost_micro
-from heddle.loom.run_events import RunEventLog, stage
+from heddle.loom.run_events import RunEventLog
 from heddle.loom.serializers import message_dict, run_dict
-from heddle.loom.service import render_run
 from heddle.loom.states import (
+    CALL_AWAITING_APPROVAL,
+    CALL_AWAITING_OUTCOME,
     CALL_EVENT_FOR_STATUS,
+    CALL_FAILED,
     CALL_PENDING,
     RUNNING,
     StaleExecutor,
-    transition,
-    transition_call,
-    transition_values,
 )
-from heddle.loom.tools import ToolRunner, tool_definition, tool_specs
+from heddle.loom.tools import ToolKinds
+from heddle.loom.unit_of_work import RunUnitOfWork
+from heddle.loom.views import render_run
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.text import mark_nul_replaced, replace_nul
-from heddle.workspaces.models import Workspace
 
 log = get_logger(__name__)
 
 _INSERT_TURN = insert(Turn.__table__)
-_INSERT_TOOL_CALL = insert(ToolCall.__table__)
-_REALTIME_ENABLED = select(Workspace.realtime_enabled).where(Workspace.id == bindparam("workspace_id"))
 
 
 class RunFailure(Exception):
@@ -68,18 +66,17 @@ class RunFailure(Exception):
 
 
 class RunEngine:
-    def __init__(self, db: Database, settings: Settings, registry, tools: ToolRunner,
-                 events: Callable[[], EventSink | None], metrics: Metrics, run_events: RunEventLog | None = None):
+    def __init__(self, db: Database, settings: Settings, registry, tools: ToolKinds,
+                 events: Callable[[], EventSink | None], metrics: Metrics, run_events: RunEventLog,
+                 uow: RunUnitOfWork):
         self.db = db
-        self.run_events = run_events or RunEventLog(db)  # the stored event log behind SSE
+        self.run_events = run_events  # the stored event log behind SSE (a reply's deltas)
+        self.uow = uow  # every write of a step, and what happens after its commit
         self.settings = settings
         self.registry = registry
         self.tools = tools
-        self.events = events
+        self.events = events  # the realtime sink, for a reply's deltas while the model writes
         self.metrics = metrics
-        # Set by Services once the executor exists: runs a step makes runnable (the next
-        # queued run of a thread) are submitted through it.
-        self.submitter = None
         # Model calls in flight, so that a cancel abandons one at once (see nudge()).
         self.model_calls = ModelCalls(db)
 
@@ -138,10 +135,10 @@ class RunEngine:
             if time.monotonic() > deadline:
                 raise RunFailure("max_duration_exceeded",
                                  f"The run took longer than {self.settings.run_max_seconds:g} s.")
-            pending = [tc for tc in calls if tc.status == "pending" and tc.kind != "ask"]
-            approval = any(tc.status == AWAITING_APPROVAL for tc in calls)  # interaction: approve
-            awaiting = any(tc.status == "awaiting_outcome" for tc in calls)
-            asked = [tc for tc in calls if tc.kind == "ask" and tc.status == "pending"]
+            pending = [tc for tc in calls if tc.status == CALL_PENDING and tc.kind != "ask"]
+            approval = any(tc.status == CALL_AWAITING_APPROVAL for tc in calls)  # interaction: approve
+            awaiting = any(tc.status == CALL_AWAITING_OUTCOME for tc in calls)
+            asked = [tc for tc in calls if tc.kind == "ask" and tc.status == CALL_PENDING]
             conversation = None
             history: dict[str, Any] = {}  # the history cut, kept in the turn's request for the trace
             if not (pending or approval or awaiting or asked):
@@ -175,7 +172,7 @@ class RunEngine:
             raise RunFailure("model_not_configured",
                              f"Model class {agent.model_class!r} is not configured on this server.") from None
         provider = self.registry.provider_for(model_class)
-        specs = tool_specs(agent)
+        specs = self.tools.specs(agent)
         # A turn costs at most its input (estimated from characters) plus max_tokens of output.
         est_in = sum(len(m.content or "") for m in conversation) // 3 + 50
         worst = cost_micro(model_class, est_in, model_class.max_tokens)
@@ -208,29 +205,25 @@ class RunEngine:
             return False
         response, nul_replaced = replace_nul(response)  # text PostgreSQL can hold (heddle/text.py)
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
-        effects = Effects()
         finish = not response.tool_calls
-        async with self.db.transaction() as session:
+        async with self.uow.transaction(fence=fence, realtime=realtime, workspace_id=run.workspace_id) as work:
+            session = work.session
             # The fence guard carries the turn's counters and, for an answer, the transition.
-            values: dict[str, Any] = {"turn_count": run.turn_count + 1, "cost_micro": run.cost_micro + cost}
-            if finish:
-                values.update(transition_values(RUNNING, "finish"))
-            await fence.hold(session, **values)
+            turn_seq = run.turn_count + 1
+            await work.hold(run, "finish" if finish else None, turn_count=turn_seq, cost_micro=run.cost_micro + cost)
             turn_id = uuid.uuid4()
             await session.execute(_INSERT_TURN, {
-                "id": turn_id, "run_id": run.id, "seq": run.turn_count + 1, "model_class": model_class.name,
+                "id": turn_id, "run_id": run.id, "seq": turn_seq, "model_class": model_class.name,
                 "input_tokens": response.input_tokens, "output_tokens": response.output_tokens,
                 "cost_micro": cost, "request": {**response.request, "history": history},
                 "response": {**response.response, "text": response.text,
                              **({"nul_replaced": nul_replaced} if nul_replaced else {})},
                 "latency_ms": round((time.perf_counter() - started) * 1000, 3), "created_at": utcnow()})
             try:
-                await billing.charge(session, run.workspace_id, cost, reason="model_turn", ref=str(turn_id),
-                                     run_id=run.id, key_id=run.key_id)
-            except billing.InsufficientCredits:
+                await work.charge(run, cost, reason="model_turn", ref=str(turn_id))
+            except InsufficientCredits:
                 raise RunFailure("insufficient_credits",
                                  "The workspace balance could not pay for the model turn.") from None
-            sql.apply(run, values)
             self.metrics.credits_charged.labels("model_turn").inc(cost)
             if finish:
                 # The id the reply's `message.delta` events announced.
@@ -238,86 +231,63 @@ class RunEngine:
                                                           message_id=stream.message_id)
                 self.metrics.runs.labels("closed").inc()
                 # Always built, realtime or not: the SSE log and the webhooks (stage) need them too.
-                effects.message_created(run.thread_id, message_dict(message))
-                effects.run_updated(run.thread_id, await self._render(session, run, message))
-                await advance_queue(session, run.thread_id, effects)  # the thread's next queued run
+                work.message_created(run.thread_id, message_dict(message))
+                work.run_updated(run.thread_id, await self._render(session, run, message))
+                await advance_queue(work, run.thread_id)  # the thread's next queued run
             else:
                 seq = max((tc.seq for tc in calls), default=0)
-                await session.execute(_INSERT_TOOL_CALL, [
-                    self._new_tool_call(run, agent, turn_id, seq + i, call)
-                    for i, call in enumerate(response.tool_calls, start=1)])
-            # The fenced UPDATE locked the run; its deltas come first.
-            await stage(session, effects, held={run.id: run.workspace_id}, first={run.id: deltas})
-        await self._publish(effects, run.workspace_id, realtime)
+                await work.insert_tool_calls([self._new_tool_call(run, agent, turn_id, seq + i, call)
+                                              for i, call in enumerate(response.tool_calls, start=1)])
+            work.first[run.id] = deltas  # the reply's deltas are stored ahead of its message
         return not finish
 
     def _new_tool_call(self, run: Run, agent: Agent, turn_id: uuid.UUID, seq: int, call) -> dict[str, Any]:
-        definition = tool_definition(agent, call.name)
+        definition = self.tools.definition(agent, call.name)
         now = utcnow()
         tc = dict(id=uuid.uuid4(), run_id=run.id, turn_id=turn_id, seq=seq, model_call_id=call.id, name=call.name,
-                  args=call.arguments or {}, status="pending", attempts=[], cost_micro=0, result=None,
+                  args=call.arguments or {}, status=CALL_PENDING, attempts=[], cost_micro=0, result=None,
                   kind=definition["kind"] if definition else "unknown", interaction="auto", risk="low",
                   reliability="idempotent", connection_id=None, patch_ref=None, outcome_state=None,
                   outcome_detail=None, outcome_at=None, fed_back=False, approval=None, created_at=now,
                   updated_at=now)
         if definition is None:
-            tc["status"] = "failed"
-            tc["result"] = {"error": {"code": "unknown_tool", "message": f"The agent has no tool {call.name!r}."}}
-        elif definition["kind"] == "hosted":
+            tc.update(status=CALL_FAILED, result={"error": {
+                "code": "unknown_tool", "message": f"The agent has no tool {call.name!r}."}})
+        elif "interaction" in definition:  # a kind with interaction, risk and reliability (hosted)
+            status, approval = initial_status(definition, tc["args"])
             tc.update(interaction=definition["interaction"], risk=definition["risk"],
-                      reliability=definition["reliability"])
-            tc["status"], tc["approval"] = initial_status(definition, tc["args"])
-        return tc
+                      reliability=definition["reliability"], status=status, approval=approval)
+        return tc  # inserted by RunWork.insert_tool_calls, which checks the initial status
 
     async def _render(self, session, run: Run, latest: Message) -> dict[str, Any]:
         """The run as the API shows it, from what this step already knows (no read but its connection)."""
         return run_dict(run, latest=latest, connection=await q.connection_ref(session, run.connection_id))
 
-    async def _realtime_enabled(self, session, workspace_id: str) -> bool:
-        if self.events() is None:
-            return False
-        return bool(await session.scalar(_REALTIME_ENABLED, {"workspace_id": workspace_id}))
-
-    async def _publish(self, effects: Effects, workspace_id: str, realtime_enabled: bool | None = None) -> None:
-        """Send the events of a committed step (looking the workspace's realtime flag up if not given)."""
-        self.run_events.committed(effects)  # wake SSE streams and the webhook dispatcher
-        if self.submitter is not None:  # the next queued run of the thread, if this step freed it
-            for started in effects.submit:
-                self.submitter.submit(started)
-            effects.submit.clear()
-        sink = self.events()
-        if sink is None or not effects.events:
-            return
-        if realtime_enabled is None:
-            async with self.db.session() as session:
-                realtime_enabled = await self._realtime_enabled(session, workspace_id)
-        await effects.apply(sink, None, realtime_enabled)
-
     # -- tool calls -----------------------------------------------------------------------
 
     async def _run_tool(self, run: Run, agent: Agent, call: ToolCall, fence: Fence) -> None:
-        definition = tool_definition(agent, call.name) or {}
-        if call.kind == "hosted" and call.attempts and call.reliability == "at_most_once":
+        definition = self.tools.definition(agent, call.name) or {}
+        kind = self.tools.of(call)
+        if kind is not None and kind.unknown_fate(call):
             # A previous process started this call and died: its fate is unknown.
-            await self._record_tool(run, fence, call, "awaiting_outcome", {"error": {
+            await self._record_tool(run, fence, call, CALL_AWAITING_OUTCOME, {"error": {
                 "code": "unknown_fate", "message": "The server stopped during this call; confirm its outcome."}})
             return
-        # The tool runner writes its own fenced marks (an in-flight attempt, a charge) and
-        # checks the fence before each attempt, so a stale executor calls no tool host.
-        if call.kind == "hosted":
-            try:
-                execution = await self.tools.run_hosted(run, call, definition, fence)
-            except StaleExecutor:
-                await self._record_stopped_retries(run, fence, call)
-                raise
-        else:
-            execution = await self.tools.run_builtin(run, call, fence)
+        # The tool kind writes its own fenced marks (an in-flight attempt, a charge) and checks
+        # the fence before each attempt, so a stale executor calls no tool host.
+        try:
+            execution = await self.tools.execute(run, call, definition, fence)
+        except StaleExecutor:
+            stopped = kind.stopped(call) if kind is not None else None
+            if stopped is not None:
+                await self._record_stopped(run, fence, call, stopped)
+            raise
         await self._record_tool(run, fence, call, execution.status, execution.result, execution)
 
     async def _record_tool(self, run: Run, fence: Fence, call: ToolCall, status: str,
                            result: dict[str, Any] | None, execution=None) -> None:
         """The call's result, in one fenced transaction (`run` and `call` as this step read them)."""
-        async with self.db.transaction() as session:
+        async with self.uow.transaction(fence=fence, workspace_id=run.workspace_id) as work:
             run_values: dict[str, Any] = {}
             fields: dict[str, Any] = {"result": result}
             if execution is not None:
@@ -334,63 +304,51 @@ class RunEngine:
             fields = mark_nul_replaced(fields, call.attempts)  # a host's U+0000, replaced and recorded
             # A call that was in flight when its run was cancelled is still recorded (its side
             # effect may have happened); any other loss of the run stops here (StaleExecutor).
-            await hold_or_cancelled(session, fence, **run_values)
+            await work.hold_or_cancelled(**run_values)
             if execution is not None and execution.cost_micro and not execution.charged:
                 try:
-                    await billing.charge(session, run.workspace_id, execution.cost_micro, reason="tool_call",
-                                         ref=str(call.id), run_id=run.id, key_id=run.key_id)
-                except billing.InsufficientCredits:
+                    await work.charge(run, execution.cost_micro, reason="tool_call", ref=str(call.id))
+                except InsufficientCredits:
                     raise RunFailure("insufficient_credits",
                                      "The workspace could not pay for a tool call.") from None
             # Conditional on the call still being pending: a resolved call never moves back.
-            await transition_call(session, call.id, CALL_PENDING, CALL_EVENT_FOR_STATUS[status], **fields)
+            await work.move_call(call.id, CALL_PENDING, CALL_EVENT_FOR_STATUS[status], **fields)
 
-    async def _record_stopped_retries(self, run: Run, fence: Fence, call: ToolCall) -> None:
-        """A cancel between two attempts of an idempotent call stops its retries: record that."""
+    async def _record_stopped(self, run: Run, fence: Fence, call: ToolCall, result: dict[str, Any]) -> None:
+        """A cancel in the middle of a call (between two attempts of an idempotent one) stops it: record that."""
         try:
-            await self._record_tool(run, fence, call, "failed", {"error": {
-                "code": "cancelled", "message": "The run was cancelled between attempts; the call was not retried."}})
+            await self._record_tool(run, fence, call, CALL_FAILED, result)
         except (StaleExecutor, HeddleError):
             pass  # not cancelled (another executor holds the run), or the call was already settled
 
     async def _ask(self, run: Run, fence: Fence, call: ToolCall, realtime: bool) -> None:
         question = str((call.args or {}).get("question") or "").strip() or "Could you tell me more?"
-        effects = Effects()
-        async with self.db.transaction() as session:
-            values = {**transition_values(RUNNING, "ask_user"), "pending_question": question}
-            await fence.hold(session, **values)
-            sql.apply(run, values)
-            message = await sql.add_assistant_message(session, run, question)
-            effects.message_created(run.thread_id, message_dict(message))
-            effects.run_updated(run.thread_id, await self._render(session, run, message))
-            await stage(session, effects, held={run.id: run.workspace_id})  # the fenced UPDATE locked it
+        async with self.uow.transaction(fence=fence, realtime=realtime, workspace_id=run.workspace_id) as work:
+            await work.hold(run, "ask_user", pending_question=question)
+            message = await sql.add_assistant_message(work.session, run, question)
+            work.message_created(run.thread_id, message_dict(message))
+            work.run_updated(run.thread_id, await self._render(work.session, run, message))
         self.metrics.runs.labels("awaiting_input").inc()
-        await self._publish(effects, run.workspace_id, realtime)
 
     async def _pause(self, fence: Fence, event: str) -> None:
-        effects = Effects()
-        async with self.db.transaction() as session:
-            run = await session.get(Run, fence.run_id)
-            await transition(session, run, event, fence=fence.token)
-            effects.run_updated(run.thread_id, await render_run(session, run))
-            await stage(session, effects, held={run.id: run.workspace_id})  # the fenced UPDATE locked it
+        async with self.uow.transaction(fence=fence) as work:
+            run = await work.session.get(Run, fence.run_id)
+            work.workspace_id = run.workspace_id
+            await work.move(run, event)
+            work.run_updated(run.thread_id, await render_run(work.session, run))
         self.metrics.runs.labels("awaiting_input" if event == "await_approval" else "awaiting_outcome").inc()
-        await self._publish(effects, run.workspace_id)
 
     async def _fail(self, fence: Fence, code: str, message: str) -> None:
         run_id = fence.run_id
-        effects = Effects()
         try:
-            async with self.db.transaction() as session:
-                run = await session.get(Run, run_id)  # fenced transition: StaleExecutor if not ours
-                await transition(session, run, "fail", fence=fence.token, error_code=code,
-                                 error_message=replace_nul(message[:2000])[0])
-                effects.run_updated(run.thread_id, await render_run(session, run))
-                await advance_queue(session, run.thread_id, effects)
-                await stage(session, effects, held={run.id: run.workspace_id})  # the fenced UPDATE locked it
+            async with self.uow.transaction(fence=fence) as work:
+                run = await work.session.get(Run, run_id)  # fenced transition: StaleExecutor if not ours
+                work.workspace_id = run.workspace_id
+                await work.move(run, "fail", error_code=code, error_message=replace_nul(message[:2000])[0])
+                work.run_updated(run.thread_id, await render_run(work.session, run))
+                await advance_queue(work, run.thread_id)
         except HeddleError:
             return
         self.metrics.runs.labels("failed").inc()
         log.info("run_failed", run_id=str(run_id), code=code)
-        await self._publish(effects, run.workspace_id)
 

@@ -9,7 +9,6 @@ fencing UPDATE (heddle/loom/lease.py). Durability is unchanged: every step still
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -54,9 +53,3 @@ async def add_assistant_message(session: AsyncSession, run: Run, content: str,
     return Message(id=message_id, thread_id=run.thread_id, run_id=run.id, seq=seq, role="assistant",
                    content=content, created_at=now)
 
-
-def apply(run: Run, values: dict[str, Any]) -> None:
-    """Mirror plain values written by a Core UPDATE onto the detached Run used for rendering."""
-    for key, value in values.items():
-        if not hasattr(value, "__clause_element__") and not hasattr(value, "compile"):
-            setattr(run, key, value)

@@ -22,9 +22,9 @@ from heddle.auth.context import AuthContext, validate_subject
 from heddle.billing.models import LedgerEntry
 from heddle.errors import HeddleError
 from heddle.loom import queries as q
-from heddle.loom.effects import Effects, thread_channel
 from heddle.loom.models import Message, QueuedMessage, Run, RunEvent, Thread, ToolCall, Turn
 from heddle.loom.states import TERMINAL
+from heddle.loom.unit_of_work import RunWork
 from heddle.observability.models import RequestLogEntry
 from heddle.timeutil import iso
 from heddle.webhooks.models import WebhookAttempt, WebhookDelivery
@@ -47,14 +47,9 @@ class Erased:
                 "tool_calls": self.tool_calls, "ledger_entries_cut": self.ledger_entries_cut}
 
 
-def thread_deleted(effects: Effects, thread_id: uuid.UUID, why: str) -> None:
-    effects.events.append((thread_channel(thread_id), "thread.deleted",
-                           {"thread_id": str(thread_id), "reason": why}))
-
-
-async def erase_threads(session, workspace_id: str, thread_ids: list[uuid.UUID], effects: Effects,
-                        why: str) -> Erased:
-    """Delete the threads (of this workspace) and all they hold, in the caller's transaction."""
+async def erase_threads(work: RunWork, workspace_id: str, thread_ids: list[uuid.UUID], why: str) -> Erased:
+    """Delete the threads (of this workspace) and all they hold, in the caller's unit of work."""
+    session = work.session
     out = Erased()
     if not thread_ids:
         return out
@@ -90,10 +85,10 @@ async def erase_threads(session, workspace_id: str, thread_ids: list[uuid.UUID],
         Thread.id.in_(thread_ids), Thread.workspace_id == workspace_id))).rowcount
     out.thread_ids = list(thread_ids)
     for thread_id in thread_ids:
-        thread_deleted(effects, thread_id, why)
+        work.thread_deleted(thread_id, why)
     for run in runs:
         if run.state not in TERMINAL:
-            effects.start(run.id)  # nudges an executor still on it: its model call is abandoned
+            work.start(run.id)  # nudges an executor still on it: its model call is abandoned
     return out
 
 
@@ -137,21 +132,21 @@ async def get_thread(session, auth: AuthContext, thread_id: str) -> dict[str, An
             "queued_messages": int(queued or 0), "last_message_at": iso(last)}
 
 
-async def delete_thread(session, auth: AuthContext, thread_id: str, effects: Effects) -> dict[str, Any]:
+async def delete_thread(work: RunWork, auth: AuthContext, thread_id: str) -> dict[str, Any]:
     auth.require_subject()
-    thread = await q.visible_thread(session, auth, thread_id)
-    erased = await erase_threads(session, auth.workspace_id, [thread.id], effects, "deleted")
+    thread = await q.visible_thread(work.session, auth, thread_id)
+    erased = await erase_threads(work, auth.workspace_id, [thread.id], "deleted")
     return {"id": str(thread.id), "deleted": True, "erased": erased.as_dict()}
 
 
-async def delete_subject(session, auth: AuthContext, subject: str, effects: Effects) -> dict[str, Any]:
+async def delete_subject(work: RunWork, auth: AuthContext, subject: str) -> dict[str, Any]:
     """Erasure of a person: every thread of `subject` in the workspace. Relay key only."""
     if auth.mode != "relay":
         raise HeddleError("forbidden", "Erasing a subject needs the workspace key (relay), not a session token.")
     subject = validate_subject(subject)
     if auth.subject is not None and auth.subject != subject:
         raise HeddleError("forbidden", "Service-Subject names another subject than the one to erase.")
-    thread_ids = list(await session.scalars(select(Thread.id).where(
+    thread_ids = list(await work.session.scalars(select(Thread.id).where(
         Thread.workspace_id == auth.workspace_id, Thread.subject == subject)))
-    erased = await erase_threads(session, auth.workspace_id, thread_ids, effects, "subject_erased")
+    erased = await erase_threads(work, auth.workspace_id, thread_ids, "subject_erased")
     return {"subject": subject, "deleted": True, "erased": erased.as_dict()}

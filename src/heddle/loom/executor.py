@@ -1,6 +1,7 @@
 """Where runs execute. The embedded default runs them as asyncio tasks in this process.
 
-The interface is `submit(run_id)`, `start()` and `stop()`; all run state is in the database,
+The interface is `submit(run_id)`, `preclaim()`, `start()` and `stop()` (container.RunExecutor;
+the run unit of work submits to it after each commit); all run state is in the database,
 so a queue-backed executor with separate worker processes can replace this one. A run is
 held with a lease and a fencing token (heddle/loom/lease.py, shared with every executor); on
 start, runs left `running` by a dead process are claimed again and resumed by the engine.

@@ -124,7 +124,7 @@ class Run(Base):
     # Fencing token (heddle/loom/lease.py): grows on every claim, and every write an executor
     # makes is conditional on it, so an executor that lost the run can no longer change it.
     fence: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
-    # Run control shown in the trace (loom/control.py): who cancelled or interrupted it and
+    # Run control shown in the trace (loom/cancellation.py): who cancelled or interrupted it and
     # when, when it was queued and started. None for a run nobody steered.
     control: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     opened_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

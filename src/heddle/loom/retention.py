@@ -15,10 +15,10 @@ import datetime as dt
 from sqlalchemy import exists, select
 
 from heddle.db.base import Database, utcnow
-from heddle.loom.effects import Effects
 from heddle.loom.erasure import erase_threads
 from heddle.loom.models import Message, QueuedMessage, Run, Thread
 from heddle.loom.states import TERMINAL
+from heddle.loom.unit_of_work import RunUnitOfWork
 from heddle.observability.logging import get_logger
 from heddle.workspaces.models import Workspace
 
@@ -37,11 +37,13 @@ async def _idle_threads(session, workspace_id: str, cutoff: dt.datetime, batch: 
 
 
 async def prune_once(db: Database, *, now: dt.datetime | None = None, batch: int = 100,
-                     publish=None) -> int:
+                     uow: RunUnitOfWork | None = None) -> int:
     """One pass over every workspace with `retention_days`; how many threads were erased.
 
-    `publish(effects, realtime_enabled)` sends the `thread.deleted` events after each commit.
+    Each batch is a run unit of work (`uow`; one without hooks if not given): its after-commit
+    hooks send the `thread.deleted` events and nudge an executor still on an erased run.
     """
+    uow = uow or RunUnitOfWork(db)
     now = now or utcnow()
     async with db.session() as session:
         workspaces = list(await session.execute(
@@ -51,16 +53,13 @@ async def prune_once(db: Database, *, now: dt.datetime | None = None, batch: int
     for ws in workspaces:
         cutoff = now - dt.timedelta(days=ws.retention_days)
         while True:
-            effects = Effects()
-            async with db.transaction() as session:
-                ids = await _idle_threads(session, ws.id, cutoff, batch)
+            async with uow.transaction(realtime=ws.realtime_enabled, workspace_id=ws.id) as work:
+                ids = await _idle_threads(work.session, ws.id, cutoff, batch)
                 if not ids:
                     break
-                done = await erase_threads(session, ws.id, ids, effects, "retention")
+                done = await erase_threads(work, ws.id, ids, "retention")
             erased += done.threads
             log.info("retention_pruned", workspace_id=ws.id, threads=done.threads, runs=done.runs)
-            if publish is not None:
-                await publish(effects, ws.realtime_enabled)
             if len(ids) < batch:
                 break
     return erased
@@ -69,10 +68,10 @@ async def prune_once(db: Database, *, now: dt.datetime | None = None, batch: int
 class RetentionPruner:
     """Runs `prune_once` every `interval` seconds in the background of a server process."""
 
-    def __init__(self, db: Database, interval: float, publish=None):
+    def __init__(self, db: Database, interval: float, uow: RunUnitOfWork | None = None):
         self.db = db
         self.interval = interval
-        self.publish = publish
+        self.uow = uow
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
@@ -87,7 +86,7 @@ class RetentionPruner:
     async def _loop(self) -> None:
         while True:
             try:
-                await prune_once(self.db, publish=self.publish)
+                await prune_once(self.db, uow=self.uow)
             except Exception:
                 log.exception("retention_prune_failed")
             await asyncio.sleep(self.interval)

@@ -1,4 +1,4 @@
-"""HTTP routes of Loom: thin handlers over heddle.loom.service."""
+"""HTTP routes of Loom: thin handlers over heddle.loom.service (writes) and heddle.loom.views (reads)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ from heddle.api.operations import LOOM, UUIDPath, operation
 from heddle.auth.context import AuthContext
 from heddle.auth.subjects import canonical_subject
 from heddle.idempotency.http import commit_response, idempotent
-from heddle.loom import service
-from heddle.loom.effects import Effects
-from heddle.loom.run_events import stage
+from heddle.loom import service, views
 from heddle.loom.schemas import (
     CreateThread,
     Message,
@@ -25,6 +23,7 @@ from heddle.loom.schemas import (
     Thread,
     Trace,
 )
+from heddle.loom.unit_of_work import RunWork
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
 
@@ -34,17 +33,18 @@ AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "s
                "invalid_subject", "rate_limited")
 
 
-async def _apply_after_response(request: Request, auth: AuthContext, effects: Effects, background: BackgroundTasks):
-    """Events and run starts go out after the response is sent, so the 202 never waits for
-    the engine's first steps (they share this event loop). The commit has happened already."""
+def run_work(request: Request, auth: AuthContext, session) -> RunWork:
+    """The request's run unit of work, in its write session (committed with its Idempotency-Key)."""
+    return services(request).uow.join(session, realtime=auth.workspace.realtime_enabled)
+
+
+async def after_commit(request: Request, work: RunWork, background: BackgroundTasks) -> None:
+    """Run the unit of work's after-commit hooks. Events and run starts go out after the response
+    is sent, so the 202 never waits for the engine's first steps (they share this event loop)."""
     svc = services(request)
-    svc.run_events.committed(effects)  # wake SSE streams and the webhook dispatcher
-    if svc.settings.executor == "queue":
-        # A worker may take the run up the moment the commit is visible: publish this request's
-        # events before answering, so they reach the bus ahead of the worker's first ones.
-        await effects.apply(svc.events, svc.executor, auth.workspace.realtime_enabled)
-        return
-    background.add_task(effects.apply, svc.events, svc.executor, auth.workspace.realtime_enabled)
+    # In queue mode a worker may take the run up the moment the commit is visible: publish this
+    # request's events before answering, so they reach the bus ahead of the worker's first ones.
+    await svc.uow.after_commit(work, defer=None if svc.settings.executor == "queue" else background.add_task)
 
 
 @router.post("/threads", summary="Open (or reuse) the subject's thread with an agent",
@@ -66,8 +66,8 @@ async def create_thread(body: CreateThread, request: Request):
 async def list_threads(agent: str | None = Query(None, max_length=80), limit: int = Query(20, ge=1, le=100),
                        after: str | None = Query(None, max_length=500), *, request: Request):
     async with loom_session(request) as (auth, session):
-        return {"status": "success", "data": await service.list_threads(session, auth, agent=agent, limit=limit,
-                                                                         after=after)}
+        return {"status": "success", "data": await views.list_threads(session, auth, agent=agent, limit=limit,
+                                                                       after=after)}
 
 
 @router.post("/threads/{thread_id}/messages",
@@ -78,13 +78,12 @@ async def list_threads(agent: str | None = Query(None, max_length=80), limit: in
                                  "connection_not_found")))
 @idempotent
 async def post_message(thread_id: UUIDPath, body: PostMessage, request: Request, background: BackgroundTasks):
-    effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
-        data = await service.post_message(session, auth, thread_id, body.content, effects, body.if_busy,
-                                          preclaim=getattr(services(request).executor, "preclaim", None))
-        await stage(session, effects)
+        work = run_work(request, auth, session)
+        data = await service.post_message(work, auth, thread_id, body.content, body.if_busy)
+        await work.stage()
         response = await commit_response(session, request, ok(data, status_code=202))
-    await _apply_after_response(request, auth, effects, background)
+    await after_commit(request, work, background)
     return response
 
 
@@ -94,7 +93,7 @@ async def list_messages(thread_id: UUIDPath, limit: int = Query(50, ge=1, le=200
                         after: str | None = Query(None, max_length=500), *, request: Request):
     async with loom_session(request) as (auth, session):
         return {"status": "success",
-                "data": await service.list_messages(session, auth, thread_id, limit=limit, after=after)}
+                "data": await views.list_messages(session, auth, thread_id, limit=limit, after=after)}
 
 
 @router.get("/runs/{run_id}", summary="A run", **operation(Run, auth=LOOM, headers=SUBJECT, errors=("not_found",)))
@@ -102,7 +101,7 @@ async def get_run(run_id: UUIDPath, request: Request):
     # The most polled endpoint: rendered here rather than re-validated against Envelope[Run]
     # (the same read model; tests/typed_api check the shapes), as every 202 of this module is.
     async with loom_session(request) as (auth, session):
-        data = await service.get_run(session, auth, run_id)
+        data = await views.get_run(session, auth, run_id)
     return ok(data)
 
 
@@ -110,7 +109,7 @@ async def get_run(run_id: UUIDPath, request: Request):
             **operation(Trace, auth=LOOM, headers=SUBJECT, errors=("not_found",)))
 async def get_trace(run_id: UUIDPath, request: Request):
     async with loom_session(request) as (auth, session):
-        return {"status": "success", "data": await service.get_trace(session, auth, run_id)}
+        return {"status": "success", "data": await views.get_trace(session, auth, run_id)}
 
 
 @router.post("/runs/{run_id}/outcome", summary="Confirm the outcome of a tool call the run awaits",
@@ -118,10 +117,10 @@ async def get_trace(run_id: UUIDPath, request: Request):
                          errors=("not_found", "run_not_awaiting_outcome")))
 @idempotent
 async def post_outcome(run_id: UUIDPath, body: PostOutcome, request: Request, background: BackgroundTasks):
-    effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
-        data = await service.post_outcome(session, auth, run_id, body.tool_call_id, body.state, body.detail, effects)
-        await stage(session, effects)
+        work = run_work(request, auth, session)
+        data = await service.post_outcome(work, auth, run_id, body.tool_call_id, body.state, body.detail)
+        await work.stage()
         response = await commit_response(session, request, ok(data))
-    await _apply_after_response(request, auth, effects, background)
+    await after_commit(request, work, background)
     return response

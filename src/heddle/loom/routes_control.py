@@ -10,10 +10,8 @@ from heddle.api.deps import loom_session, services
 from heddle.api.envelope import ok
 from heddle.api.operations import LOOM, WORKSPACE_KEY, SubjectPath, UUIDPath, operation
 from heddle.idempotency.http import commit_response, idempotent
-from heddle.loom import approvals, control, erasure
-from heddle.loom.effects import Effects
-from heddle.loom.routes import SUBJECT, _apply_after_response
-from heddle.loom.run_events import stage
+from heddle.loom import approvals, cancellation, erasure
+from heddle.loom.routes import SUBJECT, after_commit, run_work
 from heddle.loom.schemas import PostApproval, Run, SubjectDeleted, ThreadDeleted, ThreadDetail
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
@@ -25,12 +23,12 @@ FLUSH_WAIT_SECONDS = 2.0
                          errors=("not_found", "run_terminal")))
 @idempotent
 async def cancel_run(run_id: UUIDPath, request: Request, background: BackgroundTasks):
-    effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
-        data = await control.cancel_run(session, auth, run_id, effects)
-        await stage(session, effects)  # the SSE log and the run.failed webhook commit with the cancel
+        work = run_work(request, auth, session)
+        data = await cancellation.cancel_run(work, auth, run_id)
+        await work.stage()  # the SSE log and the run.failed webhook commit with the cancel
         response = await commit_response(session, request, ok(data))
-    await _apply_after_response(request, auth, effects, background)
+    await after_commit(request, work, background)
     return response
 
 
@@ -38,12 +36,12 @@ async def cancel_run(run_id: UUIDPath, request: Request, background: BackgroundT
              **operation(Run, auth=LOOM, headers=SUBJECT, body=True,
                          errors=("not_found", "run_not_awaiting_approval")))
 async def post_approval(run_id: UUIDPath, body: PostApproval, request: Request, background: BackgroundTasks):
-    effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
-        data = await approvals.answer(session, auth, run_id, body.tool_call_id, body.approved, body.reason, effects)
-        await stage(session, effects)
+        work = run_work(request, auth, session)
+        data = await approvals.answer(work, auth, run_id, body.tool_call_id, body.approved, body.reason)
+        await work.stage()
         await session.commit()
-    await _apply_after_response(request, auth, effects, background)
+    await after_commit(request, work, background)
     return ok(data)
 
 
@@ -58,12 +56,12 @@ async def get_thread(thread_id: UUIDPath, request: Request):
                **operation(ThreadDeleted, auth=LOOM, headers=SUBJECT, errors=("subject_required", "not_found")))
 async def delete_thread(thread_id: UUIDPath, request: Request, background: BackgroundTasks):
     await _flush_request_log(request)
-    effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
-        data = await erasure.delete_thread(session, auth, thread_id, effects)
+        work = run_work(request, auth, session)
+        data = await erasure.delete_thread(work, auth, thread_id)
         await session.commit()
     request.state.log_path = f"/v1/loom/threads/{erasure.ERASED}"  # the request log keeps no erased id
-    await _apply_after_response(request, auth, effects, background)
+    await after_commit(request, work, background)
     return ok(data)
 
 
@@ -72,12 +70,12 @@ async def delete_thread(thread_id: UUIDPath, request: Request, background: Backg
 async def delete_subject(subject: SubjectPath, request: Request, background: BackgroundTasks):
     request.state.log_path = f"/v1/loom/subjects/{erasure.ERASED}"  # never log the person's id
     await _flush_request_log(request)
-    effects = Effects()
     async with loom_session(request, write=True) as (auth, session):
-        data = await erasure.delete_subject(session, auth, subject, effects)
+        work = run_work(request, auth, session)
+        data = await erasure.delete_subject(work, auth, subject)
         await session.commit()
     services(request).subject_tokens.invalidate(auth.workspace_id, data["subject"])
-    await _apply_after_response(request, auth, effects, background)
+    await after_commit(request, work, background)
     return ok(data)
 
 

@@ -37,10 +37,10 @@ from sqlalchemy import bindparam, func, insert, select
 
 from heddle.db.base import Database, utcnow
 from heddle.loom.deltas import DELTA_EVENT
-from heddle.loom.effects import Effects
 from heddle.loom.models import Run, RunEvent
 from heddle.observability.logging import get_logger
 from heddle.webhooks import outbox as webhooks
+from heddle.webhooks import run_rule
 
 log = get_logger(__name__)
 
@@ -50,7 +50,6 @@ PACKED_DELTAS = "message.deltas"
 # A delta writer waits this long before its first write, so that pieces arriving together (and a
 # model call that ends meanwhile, see RunEventLog.take) share one write.
 GATHER_SECONDS = 0.002
-WEBHOOK_STATES = ("closed", "failed", "awaiting_input", "awaiting_outcome")  # run.<state> webhooks
 _INSERT = insert(RunEvent.__table__)
 
 
@@ -71,8 +70,8 @@ def sent_by_database(name: str, data: dict[str, Any]) -> bool:
         return False
 
 
-def runs_of(effects: Effects) -> set[uuid.UUID]:
-    return {run_id for _, name, data in effects.events if (run_id := event_run_id(name, data))}
+def runs_of(work) -> set[uuid.UUID]:
+    return {run_id for _, name, data in work.events if (run_id := event_run_id(name, data))}
 
 
 async def _lock_run(session, run_id: uuid.UUID) -> str | None:
@@ -139,49 +138,44 @@ async def append_rows(session, run_id: uuid.UUID, events: Iterable[tuple[str, di
     return await _insert(session, run_id, events)
 
 
-async def stage(session, effects: Effects, held: dict[uuid.UUID, str] | None = None,
-                first: dict[uuid.UUID, list[tuple[str, dict[str, Any]]]] | None = None) -> None:
-    """Store the run events collected in `effects` inside the caller's transaction, and the
-    webhook deliveries they cause (a run that entered closed, failed or a waiting state).
+async def stage(work) -> None:
+    """Store the run events a unit of work (heddle/loom/unit_of_work.py) collected inside its
+    transaction, and the webhook deliveries they cause (a run that entered closed, failed or a
+    waiting state). Called by `RunWork.stage()`.
 
-    `held` maps runs whose row the caller's transaction already locked (the engine's fenced
-    UPDATE does) to their workspace: their lock is not taken again. `first`: events stored
-    ahead of those of `effects` (a reply's deltas, already published: see RunEventLog.take).
+    `work.held` maps runs whose row the transaction already locked (a fenced UPDATE or a move
+    does) to their workspace: their lock is not taken again. `work.first`: events stored ahead
+    of the staged ones (a reply's deltas, already published: see RunEventLog.take).
     """
+    session = work.session
     by_run: dict[uuid.UUID, list[tuple[str, dict[str, Any]]]] = {
-        run_id: list(events) for run_id, events in (first or {}).items() if events}
-    for _, name, data in effects.events:
+        run_id: list(events) for run_id, events in work.first.items() if events}
+    for _, name, data in work.events:
         run_id = event_run_id(name, data)
         if run_id is not None:
             by_run.setdefault(run_id, []).append((name, data))
-    held = {**(held or {}), **effects.created}
+    held = {**work.held, **work.created}
     for run_id, events in by_run.items():
         workspace_id = held.get(run_id) or await _lock_run(session, run_id)
         if workspace_id is None:
             continue
         if await _enqueue_webhooks(session, workspace_id, run_id, events):
-            effects.webhooks_owed = True
-        await _insert(session, run_id, events, new=run_id in effects.created)
+            work.webhooks_owed = True
+        await _insert(session, run_id, events, new=run_id in work.created)
 
 
 async def _enqueue_webhooks(session, workspace_id: str, run_id: uuid.UUID,
                             events: list[tuple[str, dict[str, Any]]]) -> bool:
-    """One delivery per state the run *entered* (a `run.updated` that repeats the state it was
-    already in, such as one of several outcomes posted, is not a new webhook). True if any."""
+    """The deliveries the webhook rule (heddle/webhooks/run_rule.py) owes for these events, given
+    the run's last stored update; True if any."""
     updates = [data for name, data in events if name == "run.updated"]
-    if not any(data.get("state") in WEBHOOK_STATES for data in updates):
+    if not run_rule.may_owe(updates) or not await webhooks.has_endpoint(session, workspace_id):
         return False
-    if not await webhooks.has_endpoint(session, workspace_id):
-        return False
-    owed = False
     previous = await session.scalar(_LAST_UPDATE, {"rid": run_id})
-    state = (previous or {}).get("state")
-    for data in updates:
-        if data.get("state") != state and data.get("state") in WEBHOOK_STATES:
-            webhooks.enqueue(session, workspace_id, f"run.{data['state']}", data)
-            owed = True
-        state = data.get("state")
-    return owed
+    deliveries = run_rule.owed((previous or {}).get("state"), updates)
+    for event_type, data in deliveries:
+        webhooks.enqueue(session, workspace_id, event_type, data)
+    return bool(deliveries)
 
 
 async def read_after(session, run_id: uuid.UUID, after: int,
@@ -222,8 +216,8 @@ class RunEventSignals:
                 waiter.stale = True
             waiter.event.set()
 
-    def notify_for(self, effects: Effects) -> None:
-        for run_id in runs_of(effects):
+    def notify_for(self, work) -> None:
+        for run_id in runs_of(work):
             self.notify(run_id)
 
     def subscribe(self, run_id: uuid.UUID) -> Waiter:
@@ -284,11 +278,12 @@ class RunEventLog:
             self._writing.discard(run_id)
             self._writers.pop(run_id, None)
 
-    def committed(self, effects: Effects) -> None:
-        """Call after the commit of a transaction that `stage()`d `effects`."""
-        if any(True for _ in runs_of(effects)):
-            self.signals.notify_for(effects)
-        if effects.webhooks_owed:  # the dispatcher polls too; a wake-up is only for speed
+    async def committed(self, work) -> None:
+        """The after-commit hook of every run unit of work (heddle/loom/unit_of_work.py): wake
+        this process's SSE streams of the changed runs, and the webhook dispatcher if owed."""
+        if any(True for _ in runs_of(work)):
+            self.signals.notify_for(work)
+        if work.webhooks_owed:  # the dispatcher polls too; a wake-up is only for speed
             for listener in self.listeners:
                 listener()
 

@@ -1,22 +1,38 @@
 """The run and tool-call state machines, each as one explicit table of allowed transitions.
 
-Every change of `Run.state` goes through `transition()`, and every change of `ToolCall.status`
-through `transition_call()`; each applies it with a conditional UPDATE (`WHERE state = <from>`),
-so two processes can never both move the same run or call, and a call that reached a final
-status (succeeded, failed, resolved) can never move back. An executor passes its fencing token
-(heddle/loom/lease.py) so the move also requires that it still holds the run.
+These tables are the only source of allowed moves. The run unit of work
+(heddle/loom/unit_of_work.py) is the only writer of `Run.state` and `ToolCall.status`: it applies
+each move with a conditional UPDATE (`WHERE state = <from>`), so two processes can never both move
+the same run or call, and a call that reached a final status (succeeded, failed, resolved,
+declined) can never move back. In an executor's unit of work the move also requires that it still
+holds the run (its fencing token, heddle/loom/lease.py). tests/loom/test_unit_of_work.py checks
+both from the source.
+
+A new run state: add it to STATES and its moves to TRANSITIONS, then the step that takes it
+(heddle/loom/engine.py) or the request that does (heddle/loom/service.py), through `RunWork.move`.
+
+What the database does by itself on these columns (PostgreSQL only, no code to call):
+- Migration 0006, `heddle_runs_enqueue_created` / `heddle_runs_enqueue_resumed` (only on
+  connections of HEDDLE_EXECUTOR=queue processes): a run inserted `running`, or moved into
+  `running` from any other state (`answer`, `outcome`, `approval`, `start` below), gets its
+  procrastinate job in the same transaction, so a worker executes it once the move commits. That
+  is the queue executor's `submit`; the in-process executor is submitted after the commit by the
+  unit of work's hook instead. It stays a trigger: it must be in the very transaction of the move
+  on any connection (a crash between commit and enqueue would strand the run), and moving it into
+  code needs a migration to drop it.
+- Migration 0010, `heddle_run_events_notify`: each stored run event (heddle/loom/run_events.py)
+  is sent on the PostgreSQL event bus by the transaction that stores it (when the connection
+  names a bus channel). It concerns `run_events`, not these states; listed here so that every
+  effect of a move is found from this file.
 """
 
 from __future__ import annotations
 
 import uuid
-
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from typing import Any
 
 from heddle.db.base import utcnow
 from heddle.errors import HeddleError
-from heddle.loom.models import Run, ToolCall
 
 RUNNING = "running"
 AWAITING_INPUT = "awaiting_input"
@@ -29,6 +45,9 @@ QUEUED = "queued"
 
 STATES = (QUEUED, RUNNING, AWAITING_INPUT, AWAITING_OUTCOME, CLOSED, FAILED)
 TERMINAL = frozenset({CLOSED, FAILED})
+RUN_INITIAL = frozenset({RUNNING, QUEUED})  # what a new run is inserted as
+# A cancelled run is `failed` with this error code (event "cancel", heddle/loom/cancellation.py).
+CANCELLED = "cancelled"
 
 # (from state, event) -> to state. Anything not listed is refused.
 TRANSITIONS: dict[tuple[str, str], str] = {
@@ -38,7 +57,7 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     (RUNNING, "fail"): FAILED,                     # provider error, limits, credits, crash
     (AWAITING_INPUT, "answer"): RUNNING,           # the user's next message answers
     (AWAITING_OUTCOME, "outcome"): RUNNING,        # every awaited tool call has an outcome
-    # Run control (loom/control.py): cancel from any non-terminal state, queued runs, approvals.
+    # Run control (loom/cancellation.py): cancel from any non-terminal state, queued runs, approvals.
     (RUNNING, "await_approval"): AWAITING_INPUT,   # an `interaction: approve` call asks first
     (AWAITING_INPUT, "approval"): RUNNING,         # every pending approval is answered
     (QUEUED, "start"): RUNNING,                    # the run ahead of it ended
@@ -93,28 +112,6 @@ def transition_values(state: str, event: str) -> dict:
     return values
 
 
-async def transition(session: AsyncSession, run: Run, event: str, *, fence: int | None = None,
-                     **fields) -> Run:
-    """Move `run` by `event` inside the caller's transaction, or raise InvalidTransition.
-
-    With `fence`, the move also requires `runs.fence = fence`; when only the fence differs,
-    StaleExecutor is raised instead of InvalidTransition.
-    """
-    values = {**transition_values(run.state, event), **fields}
-    statement = update(Run).where(Run.id == run.id, Run.state == run.state)
-    if fence is not None:
-        statement = statement.where(Run.fence == fence)
-    result = await session.execute(statement.values(**values).execution_options(synchronize_session=False))
-    if result.rowcount != 1:
-        row = (await session.execute(select(Run.state, Run.fence).where(Run.id == run.id))).first()
-        if row is not None and fence is not None and row.fence != fence:
-            raise StaleExecutor(run.id, fence)
-        raise InvalidTransition(row.state if row else "missing", event)
-    for key, value in values.items():
-        setattr(run, key, value)
-    return run
-
-
 # -- tool calls ------------------------------------------------------------------------------
 
 CALL_PENDING = "pending"
@@ -130,6 +127,8 @@ CALL_DECLINED = "declined"
 CALL_STATUSES = (CALL_PENDING, CALL_SUCCEEDED, CALL_FAILED, CALL_AWAITING_OUTCOME, CALL_RESOLVED,
                  CALL_AWAITING_APPROVAL, CALL_DECLINED)
 CALL_FINAL = frozenset({CALL_SUCCEEDED, CALL_FAILED, CALL_RESOLVED, CALL_DECLINED})
+# What a new call is inserted as: pending, failed (an unknown tool) or awaiting a person's approval.
+CALL_INITIAL = frozenset({CALL_PENDING, CALL_FAILED, CALL_AWAITING_APPROVAL})
 
 # (from status, event) -> to status. Nothing leaves a final status.
 CALL_TRANSITIONS: dict[tuple[str, str], str] = {
@@ -159,18 +158,9 @@ def next_call_status(status: str, event: str) -> str:
         raise InvalidCallTransition(status, event) from None
 
 
-async def transition_call(session: AsyncSession, call_id: uuid.UUID, status: str, event: str,
-                          **fields) -> str:
-    """Move the tool call from `status` by `event` inside the caller's transaction; its new status.
-
-    Conditional on the call still being in `status`: if another writer moved it first, this
-    raises InvalidCallTransition with the status it found, and changes nothing.
-    """
-    target = next_call_status(status, event)
-    result = await session.execute(
-        update(ToolCall).where(ToolCall.id == call_id, ToolCall.status == status)
-        .values(status=target, updated_at=utcnow(), **fields).execution_options(synchronize_session=False))
-    if result.rowcount != 1:
-        current = await session.scalar(select(ToolCall.status).where(ToolCall.id == call_id))
-        raise InvalidCallTransition(current or "missing", event)
-    return target
+def in_flight(attempts: list[dict[str, Any]] | None) -> bool:
+    """Whether a hosted call was sent and its answer is not recorded yet: its last attempt is
+    marked `in_flight` (RunWork.start_attempt) just before the host is called, and replaced by
+    the real attempts when the result is recorded. A cancel leaves such a call to its engine,
+    and an `at_most_once` call found with attempts by a later step is of unknown fate."""
+    return bool(attempts) and bool(attempts[-1].get("in_flight"))

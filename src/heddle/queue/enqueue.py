@@ -30,8 +30,11 @@ class QueueSubmitter:
     """The API's executor in queue mode: the job was committed with the run, so there is
     nothing to do after the commit; workers execute it."""
 
-    def submit(self, run_id: uuid.UUID) -> None:
+    def submit(self, run_id: uuid.UUID, claimed: int | None = None) -> None:
         return None
+
+    def preclaim(self) -> dict | None:
+        return None  # a worker claims the run when it takes the job
 
     async def start(self) -> None:
         return None

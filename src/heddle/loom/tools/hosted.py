@@ -1,8 +1,10 @@
-"""Hosted tool calls made by a run: pick the connection, get a subject token, sign and call.
+"""Hosted tools (a tool on the caller's backend): pick the connection, get a subject token, sign and call.
 
-The tool's declared `interaction` and `reliability` decide what the engine does next:
-`auto` continues with the result, `confirm` waits in `awaiting_outcome` with the host's
-`patch_ref`, and a call of unknown fate (`at_most_once` only) waits there for reconciliation.
+The signed HTTP call itself is outbound's (heddle/outbound/hosted_tools.py, mint.py); this
+adapter decides what it means for the run. The tool's declared `interaction` and `reliability`
+decide what the engine does next: `auto` continues with the result, `confirm` waits in
+`awaiting_outcome` with the host's `patch_ref`, and a call of unknown fate (`at_most_once`
+only) waits there for reconciliation.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from sqlalchemy import select
 from heddle.db.base import Database, utcnow
 from heddle.loom.lease import Fence
 from heddle.loom.models import Run, ToolCall
-from heddle.loom.states import CALL_PENDING
-from heddle.loom.tools import ToolExecution
+from heddle.loom.providers.base import ToolSpec
+from heddle.loom.states import CALL_AWAITING_OUTCOME, CALL_FAILED, CALL_SUCCEEDED
+from heddle.loom.tools.base import ToolExecution, failed
+from heddle.loom.unit_of_work import RunUnitOfWork
 from heddle.outbound.hosted_tools import call_hosted_tool
 from heddle.outbound.mint import MintError, mint_subject_token
 from heddle.outbound.token_cache import SubjectTokenCache
-from heddle.timeutil import iso
 from heddle.workspaces.models import Connection, Workspace
 from heddle.workspaces.service import resolve_connection
 
@@ -40,11 +43,6 @@ class HostedTools:
     price_micro: int
 
 
-def _failed(code: str, message: str, connection_id=None) -> ToolExecution:
-    return ToolExecution(status="failed", result={"error": {"code": code, "message": message}},
-                         connection_id=connection_id)
-
-
 async def _subject_token(svc: HostedTools, run: Run, workspace: Workspace) -> str:
     """Direct runs use the token that posted the message while it is valid; then (and in relay) mint."""
     if (run.auth_mode == "direct" and run.session_token and run.session_token_expires_at
@@ -58,23 +56,38 @@ async def _subject_token(svc: HostedTools, run: Run, workspace: Workspace) -> st
     return await svc.subject_tokens.get_token(workspace.id, run.subject, mint)
 
 
-async def _mark_in_flight(svc: HostedTools, call_id, fence: Fence) -> None:
-    """Persist that the call is about to be sent, so a crash leaves its fate known to be unknown.
+class HostedTool:
+    """A tool entry with `name`, `description`, `parameters` and `path`, called on a connection."""
 
-    Fenced, and conditional on the call still being pending: this is the last write before the
-    host is called, so a stale executor, or a call resolved meanwhile, stops here.
-    """
-    async with svc.db.transaction() as session:
-        await fence.hold(session)
-        call = await session.get(ToolCall, call_id)
-        if call.status != CALL_PENDING:
-            raise fence.stale(f"tool call {call_id} is already {call.status}")
-        call.attempts = [*(call.attempts or []), {"n": len(call.attempts or []) + 1, "started_at": iso(utcnow()),
-                                                  "in_flight": True}]
+    kind = "hosted"
+
+    def __init__(self, svc: HostedTools, uow: RunUnitOfWork):
+        self.svc = svc
+        self.uow = uow
+
+    def declares(self, tool: dict[str, Any]) -> str | None:
+        return None if "builtin" in tool else tool.get("name")
+
+    def spec(self, tool: dict[str, Any]) -> ToolSpec:
+        return ToolSpec(name=tool["name"], description=tool["description"], parameters=tool["parameters"])
+
+    def definition(self, tool: dict[str, Any]) -> dict[str, Any]:
+        return {"kind": self.kind, **tool}
+
+    def unknown_fate(self, call: ToolCall) -> bool:
+        # An at_most_once call is never sent twice: one that was started may have happened.
+        return bool(call.attempts) and call.reliability == "at_most_once"
+
+    def stopped(self, call: ToolCall) -> dict[str, Any] | None:
+        return {"error": {"code": "cancelled",
+                          "message": "The run was cancelled between attempts; the call was not retried."}}
+
+    async def execute(self, run: Run, call: ToolCall, definition: dict[str, Any], fence: Fence) -> ToolExecution:
+        return await _call(self.svc, self.uow, run, call, definition, fence)
 
 
-async def hosted_tool_call(svc: HostedTools, run: Run, call: ToolCall, definition: dict[str, Any],
-                           fence: Fence) -> ToolExecution:
+async def _call(svc: HostedTools, uow: RunUnitOfWork, run: Run, call: ToolCall, definition: dict[str, Any],
+                fence: Fence) -> ToolExecution:
     async with svc.db.session() as session:
         workspace = await session.get(Workspace, run.workspace_id)
         pinned = definition.get("connection")
@@ -86,15 +99,18 @@ async def hosted_tool_call(svc: HostedTools, run: Run, call: ToolCall, definitio
             connection = None
     if connection is None:
         what = f"pinned connection {pinned!r} no longer exists" if pinned else "no connection was named for this run"
-        return _failed("connection_required", f"Cannot call {call.name}: {what}.")
+        return failed("connection_required", f"Cannot call {call.name}: {what}.")
     try:
         token = await _subject_token(svc, run, workspace)
     except MintError as exc:
-        return _failed(exc.code, f"Could not get a subject token from the workspace mint_url: {exc.message}",
+        return failed(exc.code, f"Could not get a subject token from the workspace mint_url: {exc.message}",
                        connection.id)
     payload = {"tool": call.name, "tool_call_id": str(call.id), "run_id": str(run.id),
                "thread_id": str(run.thread_id), "subject": run.subject, "args": call.args or {}}
-    await _mark_in_flight(svc, call.id, fence)
+    # The last write before the host is called (fenced, the call still pending): a crash from
+    # here on leaves the call's fate known to be unknown (states.in_flight).
+    async with uow.transaction(fence=fence) as work:
+        await work.start_attempt(call.id)
     outcome = await call_hosted_tool(
         svc.outbound, base_url=connection.base_url, path=definition["path"],
         request_secret=workspace.request_secret, bearer_token=token, payload=payload,
@@ -103,12 +119,12 @@ async def hosted_tool_call(svc: HostedTools, run: Run, call: ToolCall, definitio
     cost = svc.price_micro
     common = {"attempts": outcome.attempts, "connection_id": connection.id, "cost_micro": cost}
     if outcome.status == "succeeded":
-        status = "awaiting_outcome" if call.interaction == "confirm" else "succeeded"
+        status = CALL_AWAITING_OUTCOME if call.interaction == "confirm" else CALL_SUCCEEDED
         return ToolExecution(status=status, result=outcome.result, patch_ref=outcome.patch_ref, **common)
     if outcome.status == "unknown":
-        return ToolExecution(status="awaiting_outcome", result={"error": outcome.error or {
+        return ToolExecution(status=CALL_AWAITING_OUTCOME, result={"error": outcome.error or {
             "code": "unknown_fate", "message": "The call may or may not have happened; confirm its outcome."}},
             **common)
     error = outcome.error or {"code": "tool_failed", "message": "The tool host refused the call."}
     result = {"error": error, **({"response": outcome.result} if outcome.result else {})}
-    return ToolExecution(status="failed", result=result, **common)
+    return ToolExecution(status=CALL_FAILED, result=result, **common)
