@@ -193,10 +193,12 @@ def main() -> None:
           f"{'runs/s':>7} {'polls':>5} | {'LG/H median':>11} {'H/LG runs/s':>11}")
     for r in results:
         h, g = r["heddle"], r["langgraph"]
-        print(f"{r['threads']:>7} | {h['done_median_ms']:>16.1f}ms {h['runs_per_s']:>7.1f} {h['polls_per_run']:>5.2f} | "
+        print(f"{r['threads']:>7} | {h['done_median_ms']:>16.1f}ms {h['runs_per_s']:>7.1f} "
+              f"{h['polls_per_run']:>5.2f} | "
               f"{g['done_median_ms']:>19.1f}ms {g['runs_per_s']:>7.1f} {g['polls_per_run']:>5.2f} | "
               f"{r['done_median_ratio']:>11.2f} {r['runs_per_s_ratio']:>11.2f}")
-    print("polls: \"is it done?\" requests per run. ratios above 1 favour Heddle. Heddle: one `heddle serve`, SQLite, every step committed; "
+    print("polls: \"is it done?\" requests per run. ratios above 1 favour Heddle. "
+          "Heddle: one `heddle serve`, SQLite, every step committed; "
           f"LangGraph: in-memory server, queue poll 5 ms, {args.langgraph_jobs} jobs at once")
 
 
