@@ -76,6 +76,10 @@ def test_ifsc_imports_both_header_variants(db_url):
     # A file older than its source's update cycle is flagged (VocaLink's 2017 tables).
     assert files["uk_modulus.json"]["stale"] and "uk_modulus.json" in out["stale"]
     assert files["ifsc_branches.json.gz"]["licence"].startswith("MIT")
+    # IFSCs answered with their branch, city and rails, and the date of that part.
+    assert out["rails"]["ifsc"]["branch_details"] == 176_282
+    assert out["rails"]["swift"]["branch_details"] == 0
+    assert files["ifsc_branches.json.gz"]["details_as_of"] == "2026-03-21"
 
 
 @pytest.mark.parametrize("content, fragment", [
@@ -228,6 +232,10 @@ async def test_running_service_picks_up_imports(db_url):
         # Per-branch flags are complete: the branch is not on RTGS although the bank is.
         assert kotak["reachable_rails"] == ["neft", "imps", "upi"]
         assert kotak["institution"]["bic"] == "KKBKINBB" and kotak["institution"]["address"]["city"] == "MUMBAI"
+        # An imported row's branch wins over the shipped one ("MUMBAI MAIN" in the package).
+        sbi = (await service.identify(IdentifyRequest(identifier="SBIN0000300"))).to_dict()
+        assert sbi["institution"]["branch"] == "MUMBAI MAIN BRANCH"
+        assert sbi["institution"]["address"]["city"] == "MUMBAI"
         unknown_bank = (await service.identify(IdentifyRequest(identifier="XCOB0000001"))).to_dict()
         assert unknown_bank["result"] == "identified" and unknown_bank["reachable_rails"] == ["neft"]
         assert directory.imported_count(Rail.IFSC) == 4

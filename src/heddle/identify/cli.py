@@ -126,16 +126,19 @@ def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> Non
     files = shipped_files()
     payload = {"rails": report, "files": files,
                "curated_as_of": {k: v.isoformat() for k, v in curated.as_of.items()}}
-    lines = [f"{'rail':<16}{'institutions':>13}{'codes':>9}{'ranges':>8}{'imported':>10}"
-             f"{'official':>10}  official directory"]
+    lines = [f"{'rail':<16}{'institutions':>13}{'codes':>9}{'ranges':>8}{'branches':>10}"
+             f"{'imported':>10}{'official':>10}  official directory"]
     for rail, c in report.items():
         official = c["official"]
         size = f"{official['size']:,}" if official["size"] else "n/a"
         lines.append(f"{rail:<16}{c['institutions']:>13,}{c['codes']:>9,}{c['ranges']:>8,}"
-                     f"{c['imported']:>10,}{size:>10}  {official['directory']}")
+                     f"{c['branch_details']:>10,}{c['imported']:>10,}{size:>10}  "
+                     f"{official['directory']}")
     lines.append("")
     lines += [f"{f['file']:<24}{f['as_of']:<12}{'STALE' if f['stale'] else 'fresh':<7}"
               f"{f['licence'][:60]}" for f in files]
+    lines += [f"  {f['file']}: branch details as of {f['details_as_of']}"
+              for f in files if "details_as_of" in f]
     stale = [f"{f['file']} ({f['age_days']} days old; its source is updated every "
              f"{f['update_cycle_days']} days)" for f in files if f["stale"]]
     payload["stale"] = [f["file"] for f in files if f["stale"]]

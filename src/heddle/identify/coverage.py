@@ -82,6 +82,7 @@ def shipped_codes(curated: CuratedData) -> dict[Rail, dict[str, set]]:
                     | {i.name for i in curated.ifsc_sublets.exact.values()}
                     | {i.name for _, i in curated.ifsc_sublets.prefixes},
                     "codes": ifsc_codes, "code_count": branches.count + len(curated.ifsc_sublets.exact),
+                    "branch_details": branches.details_count,
                     "ranges": set(curated.ifsc_banks)
                     | {p for p, _ in curated.ifsc_sublets.prefixes}},
         # Institutions: the CBN's list, shipped whole (the curated ones are on it too).
@@ -98,7 +99,8 @@ def shipped_codes(curated: CuratedData) -> dict[Rail, dict[str, set]]:
 
 
 def coverage_report(curated: CuratedData, imported: dict[str, set[str]]) -> dict[str, dict[str, Any]]:
-    """Per rail: shipped `institutions`, `codes` and `ranges`; `imported` rows; `total`
+    """Per rail: shipped `institutions`, `codes` and `ranges`; `branch_details`, the shipped
+    codes answered with their branch, city and per-branch rails; `imported` rows; `total`
     distinct codes answered exactly; and the official directory beside them. `curated` is
     kept as the count of shipped codes (an earlier name for it)."""
     report = {}
@@ -110,6 +112,7 @@ def coverage_report(curated: CuratedData, imported: dict[str, set[str]]) -> dict
             "institutions": len(shipped["institutions"]),
             "codes": count,
             "ranges": len(shipped["ranges"]),
+            "branch_details": shipped.get("branch_details", 0),
             "curated": count,
             "imported": len(rows),
             "total": max(len(codes), count) if rows else count,
@@ -148,7 +151,10 @@ def shipped_files(today: dt.date | None = None) -> list[dict[str, Any]]:
         header = _header(item)
         cycle = UPDATE_CYCLE_DAYS.get(header["dataset"], CURATED_CYCLE_DAYS)
         age = (today - dt.date.fromisoformat(header["as_of"])).days
-        files.append({"file": item.name, "dataset": header["dataset"], "as_of": header["as_of"],
-                      "licence": header["licence"], "sources": header["sources"],
-                      "age_days": age, "update_cycle_days": cycle, "stale": age > cycle})
+        entry = {"file": item.name, "dataset": header["dataset"], "as_of": header["as_of"],
+                 "licence": header["licence"], "sources": header["sources"],
+                 "age_days": age, "update_cycle_days": cycle, "stale": age > cycle}
+        if "details_as_of" in header:  # a part built from an older source (IFSC.csv)
+            entry["details_as_of"] = header["details_as_of"]
+        files.append(entry)
     return files
