@@ -164,3 +164,21 @@ async def test_withdrawn_and_unknown_codes_stay_not_found(lookup):
     # In Razorpay's older IFSC.csv, gone from the newer list: not_found, no branch shown.
     assert (await lookup(identifier="ICIC0005197"))["result"] == "not_found"
     assert (await lookup(identifier="ALLA0210001"))["result"] == "not_found"
+
+
+def test_every_shipped_details_line_is_well_formed():
+    import re
+    from importlib import resources
+
+    raw = resources.files("heddle.identify").joinpath("data", ifsc_list.FILE).read_bytes()
+    data = json.loads(gzip.decompress(raw))
+    # A name can be empty: the CSV writes NA for some (BARB0GAMHAR), read as unknown.
+    line = re.compile(r"[^\t\n]*\t[^\t\n]*\t(?:-|N?R?I?U?)")
+    described = 0
+    for bank, codes in data["branches"].items():
+        lines = data["details"][bank].split("\n")
+        assert len(lines) == len(codes) // 6, bank
+        for text in lines:
+            assert text == "" or line.fullmatch(text), (bank, text)
+            described += bool(text)
+    assert described == data["details_count"] == 176_282
