@@ -678,6 +678,11 @@ export interface components {
             code: string;
             /** Bic */
             bic?: string | null;
+            /**
+             * Branch
+             * @description The branch the code names, as its directory writes it (IFSC), when known.
+             */
+            branch?: string | null;
             /** @description Omitted when nothing is known. */
             address?: components["schemas"]["InstitutionAddress"] | null;
         };

@@ -39,8 +39,7 @@ class ImportFormat(StrEnum):
 DEFAULT_MAX_BAD_ROWS = 100
 
 
-DatabaseUrl = Annotated[str | None, typer.Option(
-    "--database-url", help="Database URL (default: HEDDLE_DATABASE_URL).")]
+DatabaseUrl = Annotated[str | None, typer.Option("--database-url", help="Database URL (default: HEDDLE_DATABASE_URL).")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 
 
@@ -67,9 +66,10 @@ def _fail(code: str, message: str, as_json: bool, **details: Any) -> typer.Exit:
 def import_directory(
     file: Annotated[Path, typer.Argument(help="The directory file to load.")],
     format: Annotated[ImportFormat, typer.Option("--format", help="File format.")],
-    max_bad_rows: Annotated[int, typer.Option(
-        "--max-bad-rows", min=0,
-        help="Skip and report up to this many bad rows; past it, write nothing.")] = DEFAULT_MAX_BAD_ROWS,
+    max_bad_rows: Annotated[
+        int,
+        typer.Option("--max-bad-rows", min=0, help="Skip and report up to this many bad rows; past it, write nothing."),
+    ] = DEFAULT_MAX_BAD_ROWS,
     database_url: DatabaseUrl = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -85,20 +85,32 @@ def import_directory(
     try:
         summary = asyncio.run(_import(url, PARSERS[format.value](data), max_bad_rows))
     except TooManyBadRows as exc:
-        raise _fail("too_many_bad_rows", str(exc), as_json, bad_rows=exc.summary.bad_rows,
-                    max_bad_rows=exc.limit,
-                    examples=[b.to_dict() for b in exc.summary.bad_examples]) from None
+        raise _fail(
+            "too_many_bad_rows",
+            str(exc),
+            as_json,
+            bad_rows=exc.summary.bad_rows,
+            max_bad_rows=exc.limit,
+            examples=[b.to_dict() for b in exc.summary.bad_examples],
+        ) from None
     except ImportFormatError as exc:
         raise _fail("invalid_file", str(exc), as_json, line=exc.line) from None
     except (SQLAlchemyError, OSError) as exc:
         raise _fail("database_error", f"the import was not written: {exc}", as_json) from None
-    payload = {"format": format.value, "rail": summary.rail, "rows": summary.rows,
-               "inserted": summary.inserted, "updated": summary.updated,
-               "bad_rows": summary.bad_rows,
-               "bad_row_examples": [b.to_dict() for b in summary.bad_examples]}
-    lines = [f"Imported {summary.rows} {summary.rail} rows "
-             f"({summary.inserted} new, {summary.updated} updated); "
-             f"{summary.bad_rows} bad rows skipped."]
+    payload = {
+        "format": format.value,
+        "rail": summary.rail,
+        "rows": summary.rows,
+        "inserted": summary.inserted,
+        "updated": summary.updated,
+        "bad_rows": summary.bad_rows,
+        "bad_row_examples": [b.to_dict() for b in summary.bad_examples],
+    }
+    lines = [
+        f"Imported {summary.rows} {summary.rail} rows "
+        f"({summary.inserted} new, {summary.updated} updated); "
+        f"{summary.bad_rows} bad rows skipped."
+    ]
     lines += [f"  line {b.line}: {b.message}" for b in summary.bad_examples]
     _emit(payload, as_json, lines)
 
@@ -124,20 +136,29 @@ def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> Non
     curated = load_curated()
     report = coverage_report(curated, imported)
     files = shipped_files()
-    payload = {"rails": report, "files": files,
-               "curated_as_of": {k: v.isoformat() for k, v in curated.as_of.items()}}
-    lines = [f"{'rail':<16}{'institutions':>13}{'codes':>9}{'ranges':>8}{'imported':>10}"
-             f"{'official':>10}  official directory"]
+    payload = {"rails": report, "files": files, "curated_as_of": {k: v.isoformat() for k, v in curated.as_of.items()}}
+    lines = [
+        f"{'rail':<16}{'institutions':>13}{'codes':>9}{'ranges':>8}{'branches':>10}"
+        f"{'imported':>10}{'official':>10}  official directory"
+    ]
     for rail, c in report.items():
         official = c["official"]
         size = f"{official['size']:,}" if official["size"] else "n/a"
-        lines.append(f"{rail:<16}{c['institutions']:>13,}{c['codes']:>9,}{c['ranges']:>8,}"
-                     f"{c['imported']:>10,}{size:>10}  {official['directory']}")
+        lines.append(
+            f"{rail:<16}{c['institutions']:>13,}{c['codes']:>9,}{c['ranges']:>8,}"
+            f"{c['branch_details']:>10,}{c['imported']:>10,}{size:>10}  "
+            f"{official['directory']}"
+        )
     lines.append("")
-    lines += [f"{f['file']:<24}{f['as_of']:<12}{'STALE' if f['stale'] else 'fresh':<7}"
-              f"{f['licence'][:60]}" for f in files]
-    stale = [f"{f['file']} ({f['age_days']} days old; its source is updated every "
-             f"{f['update_cycle_days']} days)" for f in files if f["stale"]]
+    lines += [
+        f"{f['file']:<24}{f['as_of']:<12}{'STALE' if f['stale'] else 'fresh':<7}{f['licence'][:60]}" for f in files
+    ]
+    lines += [f"  {f['file']}: branch details as of {f['details_as_of']}" for f in files if "details_as_of" in f]
+    stale = [
+        f"{f['file']} ({f['age_days']} days old; its source is updated every {f['update_cycle_days']} days)"
+        for f in files
+        if f["stale"]
+    ]
     payload["stale"] = [f["file"] for f in files if f["stale"]]
     if stale:
         lines += ["", "Older than their source's update cycle:", *(f"  {s}" for s in stale)]

@@ -31,27 +31,42 @@ class Official:
 
 # Sizes as counted in the copies named; a directory that is not published has no size.
 OFFICIAL: dict[Rail, Official] = {
-    Rail.SWIFT: Official("GLEIF's BIC-to-LEI relationship file (the open BIC-keyed part of "
-                         "SWIFT's licensed BIC directory)", 39_000, "BIC11s",
-                         "about 39,000 rows in the monthly file (2026); SWIFT's own directory "
-                         "(some 130,000 BICs in 2018) is licensed and not published"),
-    Rail.IBAN: Official("national bank-code directories (one per country)", None, "bank codes",
-                        "schwifty's bank registries, one for each country it covers"),
-    Rail.ROUTING_NUMBER: Official("FedACH participant directory (Federal Reserve)", 18_198,
-                                  "routing numbers",
-                                  "the copy in moov-io/fed data/FedACHdir.txt (2026-08); "
-                                  "Fedwire directory: 7,693 (data/fpddir.txt)"),
-    Rail.SORT_CODE: Official("EISCD (Pay.UK, licensed)", None, "sort codes",
-                             "not published; import a licensed copy with --format eiscd"),
-    Rail.IFSC: Official("RBI list of NEFT-enabled branches", 182_295, "IFSCs",
-                        "razorpay/ifsc src/IFSC.json (2026-05-27)"),
-    Rail.NUBAN: Official("CBN lists of licensed institutions", 899, "institutions",
-                         "naija-data 1.0.0 count of the CBN supervision lists (2026-10), "
-                         "shipped whole in ng_cbn_list.json; most have no published code"),
-    Rail.MOMO: Official("mobile-money operators (per central bank)", None, "operators",
-                        "no consolidated directory"),
-    Rail.GH_BANK: Official("GhIPSS sort codes", None, "sort codes",
-                           "not published openly; Bank of Ghana licenses 23 universal banks"),
+    Rail.SWIFT: Official(
+        "GLEIF's BIC-to-LEI relationship file (the open BIC-keyed part of SWIFT's licensed BIC directory)",
+        39_000,
+        "BIC11s",
+        "about 39,000 rows in the monthly file (2026); SWIFT's own directory "
+        "(some 130,000 BICs in 2018) is licensed and not published",
+    ),
+    Rail.IBAN: Official(
+        "national bank-code directories (one per country)",
+        None,
+        "bank codes",
+        "schwifty's bank registries, one for each country it covers",
+    ),
+    Rail.ROUTING_NUMBER: Official(
+        "FedACH participant directory (Federal Reserve)",
+        18_198,
+        "routing numbers",
+        "the copy in moov-io/fed data/FedACHdir.txt (2026-08); Fedwire directory: 7,693 (data/fpddir.txt)",
+    ),
+    Rail.SORT_CODE: Official(
+        "EISCD (Pay.UK, licensed)", None, "sort codes", "not published; import a licensed copy with --format eiscd"
+    ),
+    Rail.IFSC: Official(
+        "RBI list of NEFT-enabled branches", 182_295, "IFSCs", "razorpay/ifsc src/IFSC.json (2026-05-27)"
+    ),
+    Rail.NUBAN: Official(
+        "CBN lists of licensed institutions",
+        899,
+        "institutions",
+        "naija-data 1.0.0 count of the CBN supervision lists (2026-10), "
+        "shipped whole in ng_cbn_list.json; most have no published code",
+    ),
+    Rail.MOMO: Official("mobile-money operators (per central bank)", None, "operators", "no consolidated directory"),
+    Rail.GH_BANK: Official(
+        "GhIPSS sort codes", None, "sort codes", "not published openly; Bank of Ghana licenses 23 universal banks"
+    ),
 }
 
 
@@ -66,39 +81,51 @@ def shipped_codes(curated: CuratedData) -> dict[Rail, dict[str, set]]:
     ng = {id(r): r for r in [*curated.ng_by_nuban_code.values(), *curated.ng_by_nip_code.values()]}
     sort_exact = {r.start for r in curated.sort_code_ranges if r.evidence and r.start == r.end}
     branches = load_branch_list()
-    ifsc_codes = set(curated.ifsc_sublets.exact) | {
-        f"{bank}:{n}" for bank, n in branches.banks().items()}
+    ifsc_codes = set(curated.ifsc_sublets.exact) | {f"{bank}:{n}" for bank, n in branches.banks().items()}
     return {
         Rail.SWIFT: {"institutions": holders, "codes": bics, "ranges": set()},
         Rail.IBAN: {"institutions": iban, "codes": iban, "ranges": set()},
-        Rail.ROUTING_NUMBER: {"institutions": set(curated.routing_numbers),
-                              "codes": set(curated.routing_numbers), "ranges": set()},
+        Rail.ROUTING_NUMBER: {
+            "institutions": set(curated.routing_numbers),
+            "codes": set(curated.routing_numbers),
+            "ranges": set(),
+        },
         Rail.SORT_CODE: {
-            "institutions": {r.institution.name for r in curated.sort_code_ranges
-                             if r.evidence and r.institution},
+            "institutions": {r.institution.name for r in curated.sort_code_ranges if r.evidence and r.institution},
             "codes": sort_exact,
-            "ranges": {(r.start, r.end) for r in curated.sort_code_ranges if not r.evidence}},
-        Rail.IFSC: {"institutions": {i.name for i in curated.ifsc_banks.values()}
-                    | {i.name for i in curated.ifsc_sublets.exact.values()}
-                    | {i.name for _, i in curated.ifsc_sublets.prefixes},
-                    "codes": ifsc_codes, "code_count": branches.count + len(curated.ifsc_sublets.exact),
-                    "ranges": set(curated.ifsc_banks)
-                    | {p for p, _ in curated.ifsc_sublets.prefixes}},
+            "ranges": {(r.start, r.end) for r in curated.sort_code_ranges if not r.evidence},
+        },
+        Rail.IFSC: {
+            "institutions": {i.name for i in curated.ifsc_banks.values()}
+            | {i.name for i in curated.ifsc_sublets.exact.values()}
+            | {i.name for _, i in curated.ifsc_sublets.prefixes},
+            "codes": ifsc_codes,
+            "code_count": branches.count + len(curated.ifsc_sublets.exact),
+            "branch_details": branches.details_count,
+            "ranges": set(curated.ifsc_banks) | {p for p, _ in curated.ifsc_sublets.prefixes},
+        },
         # Institutions: the CBN's list, shipped whole (the curated ones are on it too).
-        Rail.NUBAN: {"institutions": {e.name for e in read_cbn_list().entries} or set(ng),
-                     "codes": set(curated.ng_by_nuban_code) | set(curated.ng_by_nip_code),
-                     "ranges": set()},
-        Rail.MOMO: {"institutions": {(o.country, o.institution.code)
-                                     for o in curated.momo_operators.values()},
-                    "codes": {(o.country, o.institution.code)
-                              for o in curated.momo_operators.values()}, "ranges": set()},
-        Rail.GH_BANK: {"institutions": set(curated.gh_banks), "codes": set(curated.gh_banks),
-                       "ranges": set(curated.gh_bank_prefixes)},
+        Rail.NUBAN: {
+            "institutions": {e.name for e in read_cbn_list().entries} or set(ng),
+            "codes": set(curated.ng_by_nuban_code) | set(curated.ng_by_nip_code),
+            "ranges": set(),
+        },
+        Rail.MOMO: {
+            "institutions": {(o.country, o.institution.code) for o in curated.momo_operators.values()},
+            "codes": {(o.country, o.institution.code) for o in curated.momo_operators.values()},
+            "ranges": set(),
+        },
+        Rail.GH_BANK: {
+            "institutions": set(curated.gh_banks),
+            "codes": set(curated.gh_banks),
+            "ranges": set(curated.gh_bank_prefixes),
+        },
     }
 
 
 def coverage_report(curated: CuratedData, imported: dict[str, set[str]]) -> dict[str, dict[str, Any]]:
-    """Per rail: shipped `institutions`, `codes` and `ranges`; `imported` rows; `total`
+    """Per rail: shipped `institutions`, `codes` and `ranges`; `branch_details`, the shipped
+    codes answered with their branch, city and per-branch rails; `imported` rows; `total`
     distinct codes answered exactly; and the official directory beside them. `curated` is
     kept as the count of shipped codes (an earlier name for it)."""
     report = {}
@@ -110,6 +137,7 @@ def coverage_report(curated: CuratedData, imported: dict[str, set[str]]) -> dict
             "institutions": len(shipped["institutions"]),
             "codes": count,
             "ranges": len(shipped["ranges"]),
+            "branch_details": shipped.get("branch_details", 0),
             "curated": count,
             "imported": len(rows),
             "total": max(len(codes), count) if rows else count,
@@ -141,14 +169,23 @@ def shipped_files(today: dt.date | None = None) -> list[dict[str, Any]]:
     `stale` when it is older than its source's update cycle."""
     today = today or dt.date.today()
     files = []
-    for item in sorted(resources.files("heddle.identify").joinpath("data").iterdir(),
-                       key=lambda i: i.name):
+    for item in sorted(resources.files("heddle.identify").joinpath("data").iterdir(), key=lambda i: i.name):
         if not item.name.endswith((".json", ".json.gz")):
             continue
         header = _header(item)
         cycle = UPDATE_CYCLE_DAYS.get(header["dataset"], CURATED_CYCLE_DAYS)
         age = (today - dt.date.fromisoformat(header["as_of"])).days
-        files.append({"file": item.name, "dataset": header["dataset"], "as_of": header["as_of"],
-                      "licence": header["licence"], "sources": header["sources"],
-                      "age_days": age, "update_cycle_days": cycle, "stale": age > cycle})
+        entry = {
+            "file": item.name,
+            "dataset": header["dataset"],
+            "as_of": header["as_of"],
+            "licence": header["licence"],
+            "sources": header["sources"],
+            "age_days": age,
+            "update_cycle_days": cycle,
+            "stale": age > cycle,
+        }
+        if "details_as_of" in header:  # a part built from an older source (IFSC.csv)
+            entry["details_as_of"] = header["details_as_of"]
+        files.append(entry)
     return files

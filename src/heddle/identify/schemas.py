@@ -55,22 +55,35 @@ BANKING_COUNTRIES = frozenset({"XK"})
 
 def is_country(code: str) -> bool:
     """True for an ISO 3166-1 alpha-2 code (uppercase), or XK (Kosovo) as banking uses it."""
-    return len(code) == 2 and code.isascii() and (
-        code in BANKING_COUNTRIES or pycountry.countries.get(alpha_2=code) is not None)
+    return (
+        len(code) == 2
+        and code.isascii()
+        and (code in BANKING_COUNTRIES or pycountry.countries.get(alpha_2=code) is not None)
+    )
 
 
 class IdentifyRequest(BaseModel):
     """Body of POST /v1/identify."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"examples": [
-        {"identifier": "DEUTDEFF"}, {"identifier": "0123456789", "rail": "nuban", "account_number": "0123456789"}]})
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {"identifier": "DEUTDEFF"},
+                {"identifier": "0123456789", "rail": "nuban", "account_number": "0123456789"},
+            ]
+        },
+    )
 
     identifier: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)] = Field(
-        description="BIC, IBAN, routing number, sort code, IFSC, bank code or wallet number.")
+        description="BIC, IBAN, routing number, sort code, IFSC, bank code or wallet number."
+    )
     rail: Rail | None = Field(None, description="The rail; detected from the identifier when absent.")
     country: str | None = Field(None, description="ISO 3166-1 alpha-2 hint, such as GB or NG.")
     account_number: Annotated[str, StringConstraints(max_length=64)] | None = Field(
-        None, description="When present, holder-name resolution is attempted on nuban, momo and gh_bank.")
+        None, description="When present, holder-name resolution is attempted on nuban, momo and gh_bank."
+    )
     # The account number exactly as the caller wrote it: `account.number` echoes it (spec,
     # "Identify Result"), while lookups and check digits use the compact `account_number`.
     _account_number_sent: str | None = PrivateAttr(default=None)
@@ -127,6 +140,8 @@ class Institution:
     reachable_rails: tuple[str, ...] = ()
     # Codes other systems use for the same institution, e.g. ("paystack", "058"); never shown.
     external_codes: tuple[tuple[str, str], ...] = ()
+    # The branch a code names, as its directory writes it (an IFSC names one branch).
+    branch: str | None = None
 
     def external_code(self, system: str) -> str | None:
         for name, code in self.external_codes:
@@ -143,6 +158,8 @@ class Institution:
         out: dict[str, Any] = {"name": self.name, "type": self.type, "code": self.code}
         if self.bic:
             out["bic"] = self.bic
+        if self.branch:
+            out["branch"] = self.branch
         if address:
             out["address"] = address
         return out
@@ -207,6 +224,7 @@ def format_timestamp(value: dt.datetime) -> str:
 
 # --- read model of the response (the `data` of POST /v1/identify); unknown fields are omitted ---
 
+
 class InstitutionAddress(ReadModel):
     city: str | None = None
     # Unknown for a few directory rows (a FedACH FedGlobal participant abroad), then omitted.
@@ -218,6 +236,9 @@ class IdentifiedInstitution(ReadModel):
     type: str = Field(examples=["bank"])
     code: str = Field(description="The institution's code on this rail.")
     bic: str | None = None
+    branch: str | None = Field(
+        None, description="The branch the code names, as its directory writes it (IFSC), when known."
+    )
     address: InstitutionAddress | None = Field(None, description="Omitted when nothing is known.")
 
 
@@ -230,17 +251,33 @@ class AccountHolder(ReadModel):
 class IdentifyResult(ReadModel):
     """Where an identifier leads. Fields that are unknown are omitted, never null."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        "result": "identified", "rail": "swift", "country": "DE",
-        "institution": {"name": "Deutsche Bank", "type": "bank", "code": "DEUTDEFF", "bic": "DEUTDEFFXXX",
-                        "address": {"city": "Frankfurt am Main", "country": "DE"}},
-        "reachable_rails": ["swift", "sepa"], "identified_at": "2026-01-01T12:00:00.000Z"}]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "result": "identified",
+                    "rail": "swift",
+                    "country": "DE",
+                    "institution": {
+                        "name": "Deutsche Bank",
+                        "type": "bank",
+                        "code": "DEUTDEFF",
+                        "bic": "DEUTDEFFXXX",
+                        "address": {"city": "Frankfurt am Main", "country": "DE"},
+                    },
+                    "reachable_rails": ["swift", "sepa"],
+                    "identified_at": "2026-01-01T12:00:00.000Z",
+                }
+            ]
+        }
+    )
     result: ResultKind = Field(description="Only `identified` is billed.")
     rail: Rail
     country: str | None = None
     institution: IdentifiedInstitution | None = Field(None, description="Omitted unless `identified`.")
     reachable_rails: list[str] | None = None
     account: AccountHolder | None = Field(None, description="Present when `account_number` was sent.")
-    identified_at: str | None = Field(None, json_schema_extra={"format": "date-time"},
-                                      description="Present only when `identified`.")
+    identified_at: str | None = Field(
+        None, json_schema_extra={"format": "date-time"}, description="Present only when `identified`."
+    )
     detail: str | None = Field(None, description="Why the result is not `identified`, when known.")

