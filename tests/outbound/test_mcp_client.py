@@ -66,6 +66,10 @@ async def test_a_call_carries_the_subject_and_a_verified_signature(mcp_server, h
     # Every request reached the tools only through the verifier: signature and token checked.
     assert mcp_server.seen.rpc("tools/call")[-1] == ("POST", "tools/call", "user-7")
     assert mcp_server.seen.calls[-1] == ("get_balance", {"account": "ACC-9"})
+    # One session: initialize, initialized, the call, and no listing (the list is cached).
+    methods = [r[1] for r in mcp_server.seen.requests]
+    last_session = methods[len(methods) - 1 - methods[::-1].index("initialize") :]
+    assert "tools/call" in last_session and "tools/list" not in last_session
 
 
 async def test_a_wrong_secret_or_a_missing_token_is_refused_by_the_server(mcp_server, http, signer):

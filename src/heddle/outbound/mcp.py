@@ -195,7 +195,11 @@ class McpClient:
         bridge = _Bridge(self._http, request_secret, self._timestamps)
         try:
             async with self._session(url, bearer, bridge, scope) as session:
-                result = await session.call_tool(name, arguments)
+                # send_request, not call_tool: call_tool re-lists the tools after the answer
+                # to check it against an output schema, a round trip per call that the cached
+                # list makes needless (and a warning when the tool is on a later page).
+                request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
+                result = await session.send_request(request, types.CallToolResult)
         except Exception as exc:
             return _fate(bridge, exc)
         return _answer(result)
