@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from mcp import types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from outbound_testkit import AUDIENCE, REQUEST_SECRET, free_port
+from outbound_testkit import AUDIENCE, REQUEST_SECRET, ServerThread
 
 from heddle.toolhost import ReplayCache, ToolHostVerifier
 
@@ -102,46 +99,23 @@ def _replay(body: bytes, receive: Any) -> Any:
     return replay
 
 
-class McpTestServer:
-    """The server in a uvicorn thread (with its lifespan: the SDK's session manager runs there)."""
+class McpTestServer(ServerThread):
+    """The server in a uvicorn thread, with its lifespan (the SDK's session manager runs there)."""
 
     def __init__(self, jwks: dict[str, Any], host: str = "127.0.0.2"):
         self.seen = Seen()
         self.mcp = build_server(self.seen)
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         inner = self.mcp.streamable_http_app(transport_security=security)
-        recording = _Recording(_DroppingSse(inner), self.seen)
-        self.replay_cache = ReplayCache()
         app = ToolHostVerifier(
-            recording, request_secret=REQUEST_SECRET, audience=AUDIENCE, jwks=jwks, replay_cache=self.replay_cache
+            _Recording(_DroppingSse(inner), self.seen),
+            request_secret=REQUEST_SECRET,
+            audience=AUDIENCE,
+            jwks=jwks,
+            replay_cache=ReplayCache(),
         )
-        self.port = free_port(host)
-        self.url = f"http://{host}:{self.port}/mcp"
-        self.server = uvicorn.Server(
-            uvicorn.Config(
-                app,
-                host=host,
-                port=self.port,
-                log_level="critical",
-                access_log=False,
-                lifespan="on",
-                timeout_graceful_shutdown=1,
-            )
-        )
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> McpTestServer:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("MCP test server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=5)
+        super().__init__(app, host=host, lifespan="on", log_level="critical")
+        self.url = f"{self.url}/mcp"
 
 
 class _Recording:

@@ -23,9 +23,8 @@ AUDIENCE = "payments-api"
 @pytest.fixture(scope="module")
 def server(signer):
     config = ToolHostConfig(request_secret=SECRET, audience=AUDIENCE, jwks=signer.jwks)
-    thread = ServerThread(example.create_app(config), host="127.0.0.2")
-    thread.server.config.lifespan = "on"  # the SDK's session manager runs in the app's lifespan
-    with thread:
+    # lifespan on: the SDK's session manager runs in the app's lifespan
+    with ServerThread(example.create_app(config), host="127.0.0.2", lifespan="on") as thread:
         yield f"{thread.url}/mcp"
 
 
