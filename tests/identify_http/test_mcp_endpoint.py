@@ -141,3 +141,19 @@ def test_without_a_valid_workspace_key_mcp_is_refused(served, authorization):
 def test_the_sdk_client_with_a_bad_key_gets_no_tools(served):
     with pytest.raises(Exception):  # noqa: B017 - the SDK surfaces the 401 as its own error type
         asyncio.run(_session_call(served["url"], "sk_live_not_a_real_key_000000000000", []))
+
+
+def test_malformed_and_oversized_bodies_are_refused(served):
+    headers = {
+        "Authorization": f"Bearer {served['rich'].secret}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    malformed = httpx.post(f"{served['url']}/mcp", content=b'{"jsonrpc": "2.0", "id": 1,', headers=headers, timeout=10)
+    assert malformed.status_code == 400
+    assert malformed.json()["error"]["code"] == -32700  # JSON-RPC parse error, from the SDK
+    oversized = httpx.post(
+        f"{served['url']}/mcp", content=b'{"x": "' + b"a" * (8 << 20) + b'"}', headers=headers, timeout=30
+    )
+    assert oversized.status_code == 413
+    assert oversized.json()["error"]["code"] == "payload_too_large"  # the API's own limit, before the SDK
