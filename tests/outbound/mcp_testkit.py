@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from mcp import types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -72,6 +73,13 @@ def build_server(seen: Seen) -> MCPServer:
         """Never answers: the server drops the connection (see _DroppingSse)."""
         seen.calls.append(("drop_line", {"note": note}))
         return "unreachable"
+
+    @server.tool()
+    async def slow_report(seconds: float) -> str:
+        """Answers after ``seconds``: longer than the client's deadline, it is never heard."""
+        seen.calls.append(("slow_report", {"seconds": seconds}))
+        await anyio.sleep(seconds)
+        return "late"
 
     @server.tool()
     async def open_savings(ctx: Context) -> str:

@@ -118,6 +118,21 @@ async def test_a_connection_dropped_after_the_call_was_sent_is_unknown_fate(mcp_
     assert ("drop_line", {"note": "n1"}) in mcp_server.seen.calls  # it did run
 
 
+async def test_the_outbound_deadline_applies_and_a_late_answer_is_unknown_fate(mcp_server, signer):
+    quick = build_outbound_client(
+        allow_private=True, address_policy=only_127_0_0_2, connect_timeout=1, timeout=1, max_response_bytes=1 << 20
+    )
+    try:
+        client = McpClient(quick)
+        result = await client.call_tool(
+            mcp_server.url, "slow_report", {"seconds": 3}, request_secret=REQUEST_SECRET, bearer=signer.token()
+        )
+    finally:
+        await quick.aclose()
+    assert result.status == "unknown" and result.error["code"] == "timeout", result
+    assert ("slow_report", {"seconds": 3}) in mcp_server.seen.calls
+
+
 async def test_a_refused_destination_is_failed_and_not_sent():
     # Production mode: no plain http, no private address; nothing leaves the machine.
     strict = build_outbound_client(allow_private=False, connect_timeout=2, timeout=5, max_response_bytes=1 << 20)
