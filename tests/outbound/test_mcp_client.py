@@ -78,6 +78,8 @@ async def test_a_wrong_secret_or_a_missing_token_is_refused_by_the_server(mcp_se
         mcp_server.url, "get_balance", {"account": "A"}, request_secret="whsec_not_the_one", bearer=signer.token()
     )
     assert wrong.status == "failed" and len(mcp_server.seen.calls) == calls
+    assert wrong.error == {"code": "host_refused", "message": "the server answered HTTP 401"}
+    assert not wrong.retryable
     anonymous = await McpClient(http).call_tool(
         mcp_server.url, "get_balance", {"account": "A"}, request_secret=REQUEST_SECRET
     )

@@ -48,6 +48,7 @@ CLIENT_INFO = types.Implementation(name="heddle", version="1.0")
 # Dropped on the way from the SDK's client to Heddle's: the outbound client sets its own.
 _HOP_HEADERS = {b"host", b"content-length", b"user-agent", b"accept-encoding", b"connection", b"transfer-encoding"}
 _FATE_UNKNOWN_STATUSES = {502, 504}  # a gateway may have forwarded the call
+_RETRYABLE_STATUSES = {408, 429, 500, 502, 503, 504}
 CallStatus = Literal["succeeded", "tool_error", "failed", "unknown"]
 
 
@@ -162,10 +163,8 @@ class McpClient:
         except McpUnavailable:
             raise
         except Exception as exc:  # the SDK's errors, or a transport failure inside its task group
-            failure = bridge.failure
-            if failure is not None:
-                raise McpUnavailable(failure.error.code, failure.error.message, retryable=failure.retryable) from None
-            raise McpUnavailable("mcp_error", f"listing the tools failed: {_describe(exc)}", retryable=True) from None
+            failure = _session_failure(bridge, exc)
+            raise McpUnavailable(failure.error.code, failure.error.message, retryable=failure.retryable) from None
         self._tools[(scope, url)] = tools
         return tools
 
@@ -256,9 +255,8 @@ def _fate(bridge: _Bridge, exc: BaseException) -> McpCallResult:
             "unknown" if failure.sent else "failed", error=failure.error.as_dict(), retryable=failure.retryable
         )
     if bridge.call_status is None:  # the session failed before the call was written
-        failure = bridge.failure
-        error = failure.error.as_dict() if failure else {"code": "mcp_error", "message": _describe(exc)}
-        return McpCallResult("failed", error=error, retryable=failure.retryable if failure else True)
+        failure = _session_failure(bridge, exc)
+        return McpCallResult("failed", error=failure.error.as_dict(), retryable=failure.retryable)
     if bridge.call_status in _FATE_UNKNOWN_STATUSES:
         return McpCallResult(
             "unknown", error={"code": "bad_gateway", "message": f"the server answered HTTP {bridge.call_status}"}
@@ -274,6 +272,22 @@ def _fate(bridge: _Bridge, exc: BaseException) -> McpCallResult:
             retryable=bridge.call_status >= 500,
         )
     return McpCallResult("unknown", error={"code": "mcp_error", "message": _describe(exc)})
+
+
+def _session_failure(bridge: _Bridge, exc: BaseException) -> AttemptFailed:
+    """Why a session failed before any `tools/call` was written: a transport failure, an HTTP
+    refusal (the SDK reports a 401 as a bare JSON-RPC error, so the status is taken from the
+    wire), or the SDK's own error."""
+    if bridge.failure is not None:
+        return bridge.failure
+    if bridge.refused is not None:
+        return AttemptFailed(
+            "host_refused",
+            f"the server answered HTTP {bridge.refused}",
+            sent=True,
+            retryable=bridge.refused in _RETRYABLE_STATUSES,
+        )
+    return AttemptFailed("mcp_error", _describe(exc), sent=True)
 
 
 def _find(exc: BaseException, kind: type[MCPError]) -> MCPError | None:
@@ -311,6 +325,7 @@ class _Bridge(httpx2.AsyncBaseTransport):
     def __init__(self, http: httpx.AsyncClient, secret: str, timestamps: UniqueTimestamps):
         self._http, self._secret, self._timestamps = http, secret, timestamps
         self.failure: AttemptFailed | None = None  # the latest failure of any request
+        self.refused: int | None = None  # the latest HTTP status >= 400 of any request
         self.call_failure: AttemptFailed | None = None
         self.call_status: int | None = None
 
@@ -340,6 +355,8 @@ class _Bridge(httpx2.AsyncBaseTransport):
             raise kind(failure.error.message) from None
         if is_call:
             self.call_status = response.status_code
+        if response.status_code >= 400:
+            self.refused = response.status_code
         return httpx2.Response(
             response.status_code, headers=response.headers.raw, stream=_Body(response, self, is_call), request=request
         )
