@@ -11,7 +11,7 @@ module adds what Heddle's outbound calls have everywhere else:
   `Authorization: Bearer` (the user) and `Service-Signature` (Heddle), signed exactly like a
   signed-HTTP tool call: ``t.METHOD.target.base64(sha256(body))`` with the workspace's
   request secret, where ``body`` is the JSON-RPC message as sent (empty for GET and DELETE).
-  A server verifies it with `heddle.toolhost.verify_signature` (docs/tool-hosts.md).
+  A server verifies both with `heddle.toolhost.ToolHostVerifier` (docs/tool-hosts.md).
 * **Fates.** A `tools/call` whose bytes may have left and whose answer never came is
   ``unknown`` (the run waits for an outcome when the tool is at-most-once); one that failed
   before any byte left is ``failed`` and safe to retry. The bridge watches the wire to tell.
@@ -40,6 +40,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from heddle.outbound.exchange import MAX_ERROR_MESSAGE, AttemptFailed, send_failure
+from heddle.outbound.hosted_tools import FATE_UNKNOWN_STATUSES
+from heddle.outbound.retry import RETRYABLE_STATUSES
 from heddle.outbound.safe_http import ResponseTooLarge
 from heddle.outbound.signing import SIGNATURE_HEADER, UNIQUE_TIMESTAMPS, UniqueTimestamps, sign
 
@@ -47,8 +49,6 @@ MAX_PAGES = 50  # a server that pages tools/list past this is refused rather tha
 CLIENT_INFO = types.Implementation(name="heddle", version="1.0")
 # Dropped on the way from the SDK's client to Heddle's: the outbound client sets its own.
 _HOP_HEADERS = {b"host", b"content-length", b"user-agent", b"accept-encoding", b"connection", b"transfer-encoding"}
-_FATE_UNKNOWN_STATUSES = {502, 504}  # a gateway may have forwarded the call
-_RETRYABLE_STATUSES = {408, 429, 500, 502, 503, 504}
 CallStatus = Literal["succeeded", "tool_error", "failed", "unknown"]
 
 
@@ -257,7 +257,7 @@ def _fate(bridge: _Bridge, exc: BaseException) -> McpCallResult:
     if bridge.call_status is None:  # the session failed before the call was written
         failure = _session_failure(bridge, exc)
         return McpCallResult("failed", error=failure.error.as_dict(), retryable=failure.retryable)
-    if bridge.call_status in _FATE_UNKNOWN_STATUSES:
+    if bridge.call_status in FATE_UNKNOWN_STATUSES:
         return McpCallResult(
             "unknown", error={"code": "bad_gateway", "message": f"the server answered HTTP {bridge.call_status}"}
         )
@@ -285,7 +285,7 @@ def _session_failure(bridge: _Bridge, exc: BaseException) -> AttemptFailed:
             "host_refused",
             f"the server answered HTTP {bridge.refused}",
             sent=True,
-            retryable=bridge.refused in _RETRYABLE_STATUSES,
+            retryable=bridge.refused in RETRYABLE_STATUSES,
         )
     return AttemptFailed("mcp_error", _describe(exc), sent=True)
 
