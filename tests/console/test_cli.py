@@ -84,6 +84,13 @@ def test_cli_and_console_refuse_the_same_input(server, console):
     err = expect_error(console.post(f"/workspaces/{ws}/connections", json={"name": "x", "base_url": "ftp://x"}),
                        400, "invalid_request")
     assert code == 1 and out["error"]["code"] == "invalid_url" and err["details"][0]["type"] == "invalid_url"
+    code, out = cli(server, "connection", "create", "--workspace", ws, "--name", "x", "--kind", "grpc",
+                    "--base-url", "https://x.example.com")
+    assert code == 1 and out["error"]["code"] == "invalid_argument" and "kind" in out["error"]["message"]
+    code, out = cli(server, "connection", "create", "--workspace", ws, "--name", "billing", "--kind", "mcp",
+                    "--base-url", "https://billing.example.com/mcp")
+    assert code == 0 and out["kind"] == "mcp"
+    assert console.data("GET", f"/workspaces/{ws}/connections")["items"][0]["kind"] == "mcp"
     code, out = cli(server, "workspace", "show", "ws_missing")
     expect_error(console.get("/workspaces/ws_missing"), 404, "not_found")
     assert code == 1 and out["error"]["code"] == "not_found"

@@ -177,3 +177,20 @@ def test_connections(console, ws):
     assert local["base_url"] == "http://192.168.1.5:9000"
     err = expect_error(console.post(path, json={"name": "x"}), 400, "invalid_request")
     assert err["details"][0]["field"] == "base_url"
+
+
+def test_connection_kinds(console, ws):
+    path = f"/workspaces/{ws['id']}/connections"
+    plain = console.data("POST", path, 201, json={"name": "signed", "base_url": "https://tools.example.com"})
+    assert plain["kind"] == "http"  # the default: Heddle's signed-HTTP tools
+    mcp = console.data("POST", path, 201, json={"name": "billing", "kind": "mcp",
+                                                 "base_url": "https://billing.example.com/mcp"})
+    assert mcp["kind"] == "mcp" and mcp["base_url"] == "https://billing.example.com/mcp"
+    assert {c["name"]: c["kind"] for c in console.data("GET", path)["items"]} == {"billing": "mcp", "signed": "http"}
+    err = expect_error(console.post(path, json={"name": "x", "kind": "grpc", "base_url": "https://x.example.com"}),
+                       400, "invalid_request")
+    assert err["details"][0]["field"] == "kind"
+    # An MCP server's URL passes the same outbound checks as a tool host's.
+    err = expect_error(console.post(path, json={"name": "y", "kind": "mcp", "base_url": "http://10.0.0.5/mcp"}),
+                       400, "invalid_request")
+    assert err["details"][0]["field"] == "base_url"

@@ -39,9 +39,9 @@ class ServerThread:
     def __init__(self, app: Any, host: str = "127.0.0.1", **config: Any):
         self.host, self.port = host, free_port(host)
         scheme = "https" if "ssl_certfile" in config else "http"
+        config = {"log_level": "warning", "lifespan": "off"} | config  # MCP servers need their lifespan
         self.server = uvicorn.Server(uvicorn.Config(
-            app, host=host, port=self.port, log_level="warning", access_log=False,
-            lifespan="off", timeout_graceful_shutdown=1, **config))
+            app, host=host, port=self.port, access_log=False, timeout_graceful_shutdown=1, **config))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.url = f"{scheme}://{host}:{self.port}"
 

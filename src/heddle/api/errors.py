@@ -42,6 +42,17 @@ def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     return details
 
 
+def invalid_request(exc: RequestValidationError) -> HeddleError:
+    """400 invalid_request naming each bad field (also the /mcp tools' argument errors)."""
+    details = _field_errors(exc)
+    if any(d["type"] == "json_invalid" for d in details):
+        message = "The request body is not valid JSON."
+    else:
+        fields = ", ".join(sorted({d["field"] or d["location"] for d in details}))
+        message = f"Invalid request: check {fields}."
+    return HeddleError("invalid_request", message, details=details)
+
+
 def allowed_methods(request: Request) -> str:
     """Every method some route serves at this path (Starlette's 405 names only the first route's).
 
@@ -64,13 +75,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError):
-        details = _field_errors(exc)
-        if any(d["type"] == "json_invalid" for d in details):
-            message = "The request body is not valid JSON."
-        else:
-            fields = ", ".join(sorted({d["field"] or d["location"] for d in details}))
-            message = f"Invalid request: check {fields}."
-        return _response(request, HeddleError("invalid_request", message, details=details))
+        return _response(request, invalid_request(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):

@@ -173,7 +173,7 @@ class RequestContextMiddleware:
         # Only calls whose caller was identified are logged: the log serves traces and
         # workspace owners, and an unauthenticated flood must not grow a table. Those calls
         # are still counted in /metrics and in the access log.
-        if writer is None or not path.startswith("/v1/") or state.get("workspace_id") is None:
+        if writer is None or not (path.startswith("/v1/") or path == "/mcp") or state.get("workspace_id") is None:
             return
         path = state.get("log_path", path)  # a handler that erased what the path names (loom/erasure.py)
         run_header = _header(scope, b"service-run")

@@ -165,10 +165,14 @@ def key_revoke(key_id: str = typer.Argument(..., help="Key id (key_…)"), datab
 def connection_create(workspace: str = typer.Option(..., "--workspace", help="Workspace id (ws_…)"),
                       name: str = typer.Option(..., "--name", help="How agent files name it (connection:)."),
                       base_url: str = typer.Option(..., "--base-url",
-                                                   help="https://host[/prefix]; tool paths follow it."),
+                                                   help="https://host[/prefix]; tool paths follow it. For "
+                                                        "--kind mcp: the MCP endpoint (https://host/mcp)."),
+                      kind: str = typer.Option("http", "--kind",
+                                               help="http (Heddle's signed-HTTP tools) or mcp (an MCP server)."),
                       dev: bool = DevFlag, database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     emit(guarded(as_json, database_url,
-                 lambda s: ws_control.create_connection(s, workspace, name, base_url, _policy(dev))), as_json)
+                 lambda s: ws_control.create_connection(s, workspace, name, base_url, _policy(dev), kind)),
+         as_json)
 
 
 def _agent_file(file: Path, as_json: bool):

@@ -92,5 +92,6 @@ async def list_connections(request: Request, ws: str = WorkspaceId):
 @router.post("/workspaces/{ws}/connections", status_code=201)
 async def create_connection(body: CreateConnection, request: Request, ws: str = WorkspaceId):
     async with writing(request) as s:
-        data = await control.create_connection(s, ws, body.name, body.base_url, policy(request, body.dev))
+        data = await control.create_connection(s, ws, body.name, body.base_url, policy(request, body.dev),
+                                                body.kind)
     return ok(data, status_code=201)

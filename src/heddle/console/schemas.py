@@ -60,6 +60,7 @@ class CreateKey(Body):
 class CreateConnection(Body):
     name: Annotated[str, Field(min_length=1, max_length=100)]
     base_url: Annotated[str, Field(min_length=1, max_length=2048)]
+    kind: Literal["http", "mcp"] = "http"
     dev: bool = False
 
 

@@ -148,8 +148,8 @@ async def list_connections(session: AsyncSession, workspace_id: str) -> dict[str
 
 
 async def create_connection(session: AsyncSession, workspace_id: str, name: str, base_url: str,
-                            policy: OutboundPolicy) -> dict[str, Any]:
+                            policy: OutboundPolicy, kind: str = "http") -> dict[str, Any]:
     ws = await workspace(session, workspace_id)
     base_url = policy.check("base_url", base_url) or ""
-    conn = await translated(ws_service.create_connection(session, ws.id, name, base_url))
-    return {"id": str(conn.id), "name": conn.name, "base_url": conn.base_url}
+    conn = await translated(ws_service.create_connection(session, ws.id, name, base_url, kind))
+    return {"id": str(conn.id), "name": conn.name, "kind": conn.kind, "base_url": conn.base_url}

@@ -109,18 +109,8 @@ async def post_signed(client: httpx.AsyncClient, url: str, *, body: bytes, reque
                             retryable=False) from None
     try:
         response = await client.send(request, stream=True, follow_redirects=False)
-    except DestinationRefused as exc:
-        raise AttemptFailed("destination_refused", str(exc), sent=False, retryable=False) from None
-    except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-        raise AttemptFailed("connect_timeout", _describe(exc), sent=False) from None
-    except httpx.ConnectError as exc:
-        raise AttemptFailed("connect_failed", _describe(exc), sent=False) from None
-    except httpx.UnsupportedProtocol as exc:
-        raise AttemptFailed("invalid_url", _describe(exc), sent=False, retryable=False) from None
-    except httpx.TimeoutException as exc:
-        raise AttemptFailed("timeout", _describe(exc), sent=True) from None
     except httpx.TransportError as exc:
-        raise AttemptFailed("connection_lost", _describe(exc), sent=True) from None
+        raise send_failure(exc) from None
     try:
         data = await response.aread()
         return Reply(response.status_code, response.headers, data)
@@ -137,6 +127,23 @@ async def post_signed(client: httpx.AsyncClient, url: str, *, body: bytes, reque
                             sent=True) from None
     finally:
         await response.aclose()
+
+
+def send_failure(exc: httpx.TransportError) -> AttemptFailed:
+    """What a transport error while sending a request says about its fate: ``sent`` is False
+    only when no byte can have left (refused destination, connect error or timeout, pool
+    timeout). The guarded transport (safe_http) raises these; MCP calls share the judgement."""
+    if isinstance(exc, DestinationRefused):
+        return AttemptFailed("destination_refused", str(exc), sent=False, retryable=False)
+    if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+        return AttemptFailed("connect_timeout", _describe(exc), sent=False)
+    if isinstance(exc, httpx.ConnectError):
+        return AttemptFailed("connect_failed", _describe(exc), sent=False)
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return AttemptFailed("invalid_url", _describe(exc), sent=False, retryable=False)
+    if isinstance(exc, httpx.TimeoutException):
+        return AttemptFailed("timeout", _describe(exc), sent=True)
+    return AttemptFailed("connection_lost", _describe(exc), sent=True)
 
 
 def _describe(exc: Exception) -> str:

@@ -31,7 +31,7 @@ from heddle.outbound.exchange import (
     host_error_message,
     post_signed,
 )
-from heddle.outbound.retry import DEFAULT_RETRY, RetryPolicy, parse_retry_after
+from heddle.outbound.retry import DEFAULT_RETRY, RETRYABLE_STATUSES, RetryPolicy, parse_retry_after
 
 Reliability = Literal["idempotent", "at_most_once"]
 CallStatus = Literal["succeeded", "failed", "unknown"]
@@ -39,8 +39,7 @@ CallStatus = Literal["succeeded", "failed", "unknown"]
 MAX_PATCH_REF_LENGTH = 200
 MAX_HEADER_VALUE = 8192
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
-_RETRYABLE_STATUSES = {408, 429, 500, 502, 503, 504}
-_FATE_UNKNOWN_STATUSES = {502, 504}  # a gateway may have forwarded the call
+FATE_UNKNOWN_STATUSES = {502, 504}  # a gateway may have forwarded the call
 
 
 @dataclass
@@ -110,7 +109,7 @@ def _unsuccessful(reply: Reply, log: AttemptLog, reliability: Reliability) -> Ho
         error = OutboundError("rate_limited", host_error_message(reply))
     else:
         error = OutboundError("http_error", host_error_message(reply))
-    unknown = reliability == "at_most_once" and reply.status in _FATE_UNKNOWN_STATUSES
+    unknown = reliability == "at_most_once" and reply.status in FATE_UNKNOWN_STATUSES
     return _failed(error, log, reply.status, document, "unknown" if unknown else "failed")
 
 
@@ -167,7 +166,7 @@ async def call_hosted_tool(
         log.finish(entry, started, http_status=reply.status, error=reply.body_error)
         if 200 <= reply.status < 300:
             return _succeeded(reply, log)
-        if reliability == "idempotent" and reply.status in _RETRYABLE_STATUSES and n < allowed:
+        if reliability == "idempotent" and reply.status in RETRYABLE_STATUSES and n < allowed:
             await sleep(backoff.delay(n, parse_retry_after(reply.headers.get("retry-after"))))
             continue
         return _unsuccessful(reply, log, reliability)

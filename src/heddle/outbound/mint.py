@@ -24,13 +24,12 @@ from heddle.outbound.exchange import (
     host_error_message,
     post_signed,
 )
-from heddle.outbound.retry import DEFAULT_RETRY, RetryPolicy, parse_retry_after
+from heddle.outbound.retry import DEFAULT_RETRY, RETRYABLE_STATUSES, RetryPolicy, parse_retry_after
 
 MAX_EXPIRES_IN = 3600
 MAX_TOKEN_LENGTH = 16 * 1024
 MAX_SUBJECT_LENGTH = 300
 _BEARER_TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")  # RFC 6750 b64token
-_RETRYABLE_STATUSES = {408, 429, 500, 502, 503, 504}
 
 
 class MintError(Exception):
@@ -110,7 +109,7 @@ async def mint_subject_token(
             continue
         if 200 <= reply.status < 300:
             return parse_mint_response(reply, clock())
-        if reply.status in _RETRYABLE_STATUSES and n < max_attempts:
+        if reply.status in RETRYABLE_STATUSES and n < max_attempts:
             await sleep(backoff.delay(n, parse_retry_after(reply.headers.get("retry-after"))))
             continue
         raise MintError("mint_failed", host_error_message(reply), http_status=reply.status)

@@ -11,6 +11,9 @@ import email.utils
 import random
 from dataclasses import dataclass
 
+RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+"""HTTP answers worth another try (tool calls that may be retried, mint requests, MCP sessions)."""
+
 
 @dataclass(frozen=True)
 class RetryPolicy:

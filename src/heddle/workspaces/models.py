@@ -60,4 +60,7 @@ class Connection(Base):
     workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id"), index=True)
     name: Mapped[str] = mapped_column(String(100))
     base_url: Mapped[str] = mapped_column(Text)
+    # `http`: Heddle's signed-HTTP tool calls (tool paths follow base_url); `mcp`: a Model Context
+    # Protocol server over Streamable HTTP whose endpoint is base_url (heddle/outbound/mcp.py).
+    kind: Mapped[str] = mapped_column(String(8), default="http", server_default="http")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

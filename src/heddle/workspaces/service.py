@@ -139,12 +139,19 @@ def key_dict(key: ApiKey) -> dict[str, Any]:
             "created_at": iso(key.created_at), "revoked_at": iso(key.revoked_at)}
 
 
-async def create_connection(session: AsyncSession, workspace_id: str, name: str, base_url: str) -> Connection:
+CONNECTION_KINDS = ("http", "mcp")
+"""`http`: Heddle's signed-HTTP tool calls; `mcp`: a Model Context Protocol server (its URL)."""
+
+
+async def create_connection(session: AsyncSession, workspace_id: str, name: str, base_url: str,
+                            kind: str = "http") -> Connection:
     await get_workspace(session, workspace_id)
     name = name.strip()
     if not name or len(name) > 100 or not all(c.isalnum() or c in "-_." for c in name):
         raise ValueError("name: 1-100 letters, digits, '-', '_' or '.'")
-    conn = Connection(id=uuid.uuid4(), workspace_id=workspace_id, name=name,
+    if kind not in CONNECTION_KINDS:
+        raise ValueError(f"kind: {kind!r} is not one of {', '.join(CONNECTION_KINDS)}")
+    conn = Connection(id=uuid.uuid4(), workspace_id=workspace_id, name=name, kind=kind,
                       base_url=validate_http_url(base_url, "base_url"))
     session.add(conn)
     try:
@@ -172,7 +179,8 @@ async def resolve_connection(session: AsyncSession, workspace_id: str, ref: str)
 
 
 def connection_dict(c: Connection) -> dict[str, Any]:
-    return {"id": str(c.id), "name": c.name, "base_url": c.base_url, "created_at": iso(c.created_at)}
+    return {"id": str(c.id), "name": c.name, "kind": c.kind, "base_url": c.base_url,
+            "created_at": iso(c.created_at)}
 
 
 async def origin_allowed_anywhere(session: AsyncSession, origin: str) -> bool:

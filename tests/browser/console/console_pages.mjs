@@ -311,6 +311,13 @@ await main(async (browser, report) => {
   await page.getByRole("button", { name: "Create connection" }).click();
   await page.locator("main").getByText("Connection payments created.").waitFor();
   await page.locator("table[aria-label='Connections'] tbody tr", { hasText: "payments" }).waitFor();
+  // An MCP server: the kind relabels the URL field.
+  await page.getByLabel("Name").fill("billing");
+  await page.getByLabel("Kind").selectOption("mcp");
+  await page.getByLabel("MCP endpoint URL").fill("http://127.0.0.1:9/mcp");
+  await page.getByRole("button", { name: "Create connection" }).click();
+  await page.locator("main").getByText("Connection billing created.").waitFor();
+  report.mcp_connection_row = await page.locator("table[aria-label='Connections'] tbody tr", { hasText: "billing" }).innerText();
   report.connections = await page.locator("table[aria-label='Connections'] tbody tr").count();
   await shot(page, "console-connections");
 

@@ -218,7 +218,8 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert "First words." in agent["v1"]
     assert "does not parse" in agent["parse_error"]
     assert "Not saved" in agent["server_error"]
-    assert report["connections"] == 2  # "fees" from the CLI, "payments" from the page
+    assert report["connections"] == 3  # "fees" from the CLI, "payments" and "billing" from the page
+    assert "MCP server" in report["mcp_connection_row"] and "http://127.0.0.1:9/mcp" in report["mcp_connection_row"]
     assert "does not exist" in report["unknown_run_error"]
     # Keyboard and landmarks.
     assert report["a11y"]["focus_after_nav"] == "page-title" and report["a11y"]["first_tab"] == "Skip to content"
