@@ -27,13 +27,16 @@ class Reply:
     omit_usage: bool = False
     chunk_delay: float = 0.0  # streaming: seconds between events
     break_after: int | None = None  # streaming: drop the connection after this many events
+    end_after: int | None = None  # streaming: end the body cleanly after this many events
+    stop_reason: str | None = None  # overrides the reply's stop reason (e.g. Anthropic "max_tokens")
 
 
 def sse_response(events, reply: Reply):
     """Server-Sent Events as the model APIs stream them: `event:` (when named) and `data:` lines.
 
-    `events` yields (event name or None, data text); `reply.chunk_delay` paces them and
-    `reply.break_after` cuts the connection mid-stream (the body ends without its last events).
+    `events` yields (event name or None, data text); `reply.chunk_delay` paces them,
+    `reply.break_after` cuts the connection mid-stream and `reply.end_after` ends the body
+    cleanly, early (no terminal event: what a proxy that gives up looks like).
     """
     from starlette.responses import StreamingResponse
 
@@ -41,6 +44,8 @@ def sse_response(events, reply: Reply):
         for index, (name, data) in enumerate(events):
             if reply.break_after is not None and index >= reply.break_after:
                 raise ConnectionResetError("the fake model dropped the stream on purpose")
+            if reply.end_after is not None and index >= reply.end_after:
+                return
             if index and reply.chunk_delay:
                 await asyncio.sleep(reply.chunk_delay)
             yield (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
