@@ -58,7 +58,7 @@ def test_a_run_exports_request_model_and_webhook_spans(tmp_path, llmock, otlp, h
     proc, base = serve_process(db_url, env={
         "HEDDLE_MODEL_CLASSES": classes, "HEDDLE_RATE_LIMIT_PER_SUBJECT": "off", "HEDDLE_WEBHOOK_POLL_SECONDS": "0.1",
         "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.endpoint, "OTEL_SERVICE_NAME": "heddle-under-test",
-        "OTEL_BSP_SCHEDULE_DELAY": "50"})
+        "OTEL_BSP_SCHEDULE_DELAY": "50", "HEDDLE_LOG_LEVEL": "INFO"})
     trace_id, parent_span = secrets.token_hex(16), secrets.token_hex(8)
     try:
         with httpx.Client(base_url=base, timeout=10) as http:
@@ -78,6 +78,9 @@ def test_a_run_exports_request_model_and_webhook_spans(tmp_path, llmock, otlp, h
     finally:
         proc.terminate()
         proc.wait(10)
+    # The access log line (console format under --dev) carries the kept id and the trace id.
+    (access,) = [line for line in proc.stderr.read().decode().splitlines() if "request_id=lb-7f3a.req:42" in line]
+    assert f"trace_id={trace_id}" in access and "status=202" in access
 
     assert {s.service for s in spans} == {"heddle-under-test"}
     (request,) = [s for s in spans if s.trace_id == trace_id and s.kind == SERVER_KIND]
