@@ -145,6 +145,24 @@ def words(text: str | None) -> int:
     return len(text.split()) if text else 0
 
 
+class Collector:
+    """A StreamSink that records what a provider streamed, attempt by attempt: `restart()`
+    (before a retry) opens a new list, so `pieces` are those of the attempt that answered."""
+
+    def __init__(self):
+        self.attempts: list[list[str]] = [[]]
+
+    async def delta(self, text: str) -> None:
+        self.attempts[-1].append(text)
+
+    def restart(self) -> None:
+        self.attempts.append([])
+
+    @property
+    def pieces(self) -> list[str]:
+        return self.attempts[-1]
+
+
 class ServerThread:
     """Serve an ASGI app with uvicorn on 127.0.0.1:`port` until `stop()`."""
 

@@ -8,32 +8,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from llmfake_http import Failure, Reply, Slow
+from llmfake_http import Collector, Failure, Reply, Slow
 
 from heddle.loom.providers.anthropic_provider import AnthropicProvider
 from heddle.loom.providers.base import ChatMessage, ModelProviderError, ToolSpec
-from heddle.observability.metrics import Metrics
 
 QUESTION = [ChatMessage("user", "balance please")]
 LONG = "Your balance is 42 euros and your last payment went to ACME Ltd on Monday."
 LOOKUP = ToolSpec("lookup_balance", "Look up an account balance",
                   {"type": "object", "properties": {"account": {"type": "string"}}})
-
-
-class Collector:
-    def __init__(self):
-        self.attempts: list[list[str]] = [[]]
-
-    async def delta(self, text: str) -> None:
-        self.attempts[-1].append(text)
-
-    def restart(self) -> None:
-        self.attempts.append([])
-
-
-@pytest.fixture
-def metrics() -> Metrics:
-    return Metrics()
 
 
 @pytest.fixture

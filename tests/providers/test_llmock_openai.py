@@ -5,6 +5,7 @@ Retry-After ignored, no retry storm). Every case leaves each attempt on the reco
 from __future__ import annotations
 
 import pytest
+from llmfake_http import Collector
 from llmock.scenarios import Reply, ToolCall
 
 from heddle.loom.providers.base import ChatMessage, ModelClass, ModelProviderError, ToolSpec
@@ -17,19 +18,6 @@ LOOKUP = ToolSpec("lookup_balance", "Look up an account balance",
 ANSWER = "Your balance is 42 euros and your last payment went to ACME Ltd on Monday."
 
 
-class Collector:
-    """A StreamSink that keeps each attempt's pieces."""
-
-    def __init__(self):
-        self.attempts: list[list[str]] = [[]]
-
-    async def delta(self, text: str) -> None:
-        self.attempts[-1].append(text)
-
-    def restart(self) -> None:
-        self.attempts.append([])
-
-
 @pytest.fixture
 def mock_class(llmock) -> ModelClass:
     return ModelClass(
@@ -37,11 +25,6 @@ def mock_class(llmock) -> ModelClass:
         timeout=0.5, max_retries=2,
         options={"retry_base_delay": 0.01, "retry_max_delay": 0.05, "retry_after_cap": 1.0},
     )
-
-
-@pytest.fixture
-def metrics() -> Metrics:
-    return Metrics()
 
 
 @pytest.fixture
