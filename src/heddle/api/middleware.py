@@ -102,14 +102,16 @@ class RequestContextMiddleware:
         method = scope["method"]
         method_label = method if method in _METHODS else "OTHER"
         structlog.contextvars.clear_contextvars()
+        status_holder: dict = {"status": 500}
+        if not tracing.enabled():  # the common case costs one check, not a span's bookkeeping
+            structlog.contextvars.bind_contextvars(request_id=request_id)
+            await self._serve(scope, receive, send, state, request_id, started, status_holder)
+            return
         # One server span per request, a child of the caller's W3C `traceparent` when it sent one.
         with tracing.span(method_label, {"http.request.method": method_label, "url.path": scope["path"][:200],
                                          "heddle.request_id": request_id}, kind="server",
                           parent_headers=_trace_headers(scope)) as span:
-            trace_id = tracing.current_trace_id()
-            structlog.contextvars.bind_contextvars(request_id=request_id, **({"trace_id": trace_id} if trace_id
-                                                                             else {}))
-            status_holder: dict = {"status": 500}
+            structlog.contextvars.bind_contextvars(request_id=request_id, trace_id=tracing.current_trace_id())
             await self._serve(scope, receive, send, state, request_id, started, status_holder)
             status = status_holder["status"]
             route = getattr(scope.get("route"), "path", None)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, MutableMapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 AttributeValue = str | bool | int | float | list[str] | list[int] | list[float] | tuple[str, ...]
@@ -53,8 +53,9 @@ class Span:
             self._span.update_name(name)
 
     def update(self, attributes: Mapping[str, AttributeValue | None]) -> None:
-        for name, value in attributes.items():
-            self.set(name, value)
+        if self._span is not None:
+            for name, value in attributes.items():
+                self.set(name, value)
 
     def fail(self, error_type: str, description: str | None = None) -> None:
         """Mark the span failed with `error.type` (a short bounded word, not a message)."""
@@ -66,6 +67,19 @@ class Span:
 
 
 _NO_SPAN = Span()
+
+
+class _NoSpanBlock:
+    """What `span()` returns when tracing is off: no generator, no allocation per call."""
+
+    def __enter__(self) -> Span:
+        return _NO_SPAN
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+_OFF = _NoSpanBlock()
 
 
 def wanted(environ: Mapping[str, str] | None = None) -> bool:
@@ -116,7 +130,7 @@ def _start() -> Any:
 
 
 def enabled() -> bool:
-    return _tracer() is not None
+    return (_state["tracer"] if _state["decided"] else _tracer()) is not None
 
 
 def reset_for_tests() -> None:
@@ -130,16 +144,20 @@ def reset_for_tests() -> None:
 _KINDS = {"internal", "server", "client", "producer", "consumer"}
 
 
-@contextmanager
 def span(name: str, attributes: Mapping[str, AttributeValue | None] | None = None, *,
-         kind: str = "internal", parent_headers: Mapping[str, str] | None = None) -> Iterator[Span]:
+         kind: str = "internal", parent_headers: Mapping[str, str] | None = None) -> AbstractContextManager[Span]:
     """A span around the block, a child of the current one (or of `parent_headers`' W3C
     `traceparent` when given). An exception leaving the block marks the span failed with its
     type and is re-raised; cancellation is not an error."""
-    tracer = _tracer()
+    tracer = _state["tracer"] if _state["decided"] else _tracer()
     if tracer is None:
-        yield _NO_SPAN
-        return
+        return _OFF
+    return _recorded(tracer, name, attributes, kind, parent_headers)
+
+
+@contextmanager
+def _recorded(tracer: Any, name: str, attributes: Mapping[str, AttributeValue | None] | None, kind: str,
+              parent_headers: Mapping[str, str] | None) -> Iterator[Span]:
     from opentelemetry import trace
     from opentelemetry.trace import Status, StatusCode
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -170,6 +188,8 @@ def inject(headers: MutableMapping[str, str]) -> MutableMapping[str, str]:
 
 def current_trace_id() -> str | None:
     """The current trace's id as 32 hex digits, or None outside a recorded span."""
+    if _state["tracer"] is None and _state["decided"]:
+        return None
     if _tracer() is None:
         return None
     from opentelemetry import trace
