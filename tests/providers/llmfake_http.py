@@ -94,13 +94,16 @@ class Script:
         self._lock = threading.Lock()
         self._queue: deque[Reply | Failure | Slow | RawBody] = deque()
         self._requests: list[Recorded] = []
+        self.generation = 0  # bumped by reset(): a request from an earlier test takes nothing after it
 
     def push(self, *behaviours: Reply | Failure | Slow | RawBody) -> None:
         with self._lock:
             self._queue.extend(behaviours)
 
-    def pop(self) -> Reply | Failure | Slow | RawBody | None:
+    def pop(self, generation: int | None = None) -> Reply | Failure | Slow | RawBody | None:
         with self._lock:
+            if generation is not None and generation != self.generation:
+                return None
             return self._queue.popleft() if self._queue else None
 
     def record(self, request: Recorded) -> None:
@@ -114,6 +117,7 @@ class Script:
 
     def reset(self) -> None:
         with self._lock:
+            self.generation += 1
             self._queue.clear()
             self._requests.clear()
 
@@ -126,10 +130,13 @@ async def read_json(request: Request, script: Script) -> tuple[Any, Reply | Fail
     except ValueError:
         body = None
     script.record(Recorded(headers=dict(request.headers), body=body))
+    generation = script.generation
     behaviour = script.pop()
     while isinstance(behaviour, Slow):
         await asyncio.sleep(behaviour.seconds)
-        behaviour = script.pop()
+        # A client that timed out is gone; once its test is over, the next test's script is not
+        # this request's to take.
+        behaviour = script.pop(generation)
     return body, behaviour
 
 

@@ -4,6 +4,8 @@ Retry-After ignored, no retry storm). Every case leaves each attempt on the reco
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from llmfake_http import Collector
 from llmock.scenarios import Reply, ToolCall
@@ -22,7 +24,7 @@ ANSWER = "Your balance is 42 euros and your last payment went to ACME Ltd on Mon
 def mock_class(llmock) -> ModelClass:
     return ModelClass(
         name="mock", provider="openai", model="gpt-4o-mini", base_url=llmock.base_url("openai"), api_key="sk-llmock",
-        timeout=0.5, max_retries=2,
+        timeout=5.0, max_retries=2,
         options={"retry_base_delay": 0.01, "retry_max_delay": 0.05, "retry_after_cap": 1.0},
     )
 
@@ -31,6 +33,15 @@ def mock_class(llmock) -> ModelClass:
 async def provider(mock_class, metrics):
     provider = OpenAICompatProvider(mock_class, metrics=metrics)
     yield provider
+    await provider.aclose()
+
+
+@pytest.fixture
+async def impatient(mock_class, metrics):
+    """The same class with a 0.5 s timeout per attempt, for the timeout cases."""
+    quick = replace(mock_class, timeout=0.5)
+    provider = OpenAICompatProvider(quick, metrics=metrics)
+    yield provider, quick
     await provider.aclose()
 
 
@@ -101,18 +112,20 @@ async def test_429_and_503_are_retried_honouring_retry_after(llmock, provider, m
     llmock.assert_resilient()
 
 
-async def test_a_slow_answer_times_out_and_is_retried(llmock, provider, mock_class):
+async def test_a_slow_answer_times_out_and_is_retried(llmock, impatient):
+    provider, quick = impatient
     llmock.delay(1.5).reply(ANSWER)
-    response = await provider.complete(mock_class, QUESTION, [])
+    response = await provider.complete(quick, QUESTION, [])
     timed_out, answered = response.attempts
     assert (timed_out.error_code, timed_out.error) == ("timeout", "request timed out after 0.5s")
     assert 0.4 < timed_out.duration_seconds < 1.5 and answered.outcome == "ok"
 
 
-async def test_a_stalled_stream_times_out_and_is_retried(llmock, provider, mock_class):
+async def test_a_stalled_stream_times_out_and_is_retried(llmock, impatient):
+    provider, quick = impatient
     llmock.reply(ANSWER, times=2).stall(after_chunks=2, seconds=3)
     sink = Collector()
-    response = await provider.complete(mock_class, QUESTION, [], sink)
+    response = await provider.complete(quick, QUESTION, [], sink)
     stalled, answered = response.attempts
     assert stalled.outcome == "error" and stalled.error_code in ("timeout", "stream_broken", "connection")
     assert answered.outcome == "ok" and "".join(sink.attempts[-1]) == ANSWER

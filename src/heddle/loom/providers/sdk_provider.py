@@ -94,11 +94,12 @@ class SdkProvider:
         else:
             reply, attempts = await call_with_retries(
                 lambda: self._send(payload), policy=policy, classify=self._classify, label=label)
-            body = response_body(reply, label)
+            body = None
         failed = [attempt.as_dict() for attempt in attempts if attempt.outcome == "error"]
-        if failed:  # the trace of the turn keeps them even before the engine stores `attempts`
-            body["heddle_retries"] = failed
         try:
+            body = response_body(reply, label) if body is None else body
+            if failed:  # the trace of the turn keeps them even before the engine stores `attempts`
+                body["heddle_retries"] = failed
             parsed = self._parse(body, payload, model_class.name, messages, tools)
         except ModelProviderError as exc:  # the exchange worked; its reply could not be used
             raise ModelProviderError(str(exc), code=exc.code or "unusable", attempts=tuple(attempts)) from exc
