@@ -157,8 +157,9 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     identify = build_identify_service(s, outbound, db=db)
     charging = IdentifyCharging(db, identify, metrics, to_micro(s.identify_price_credits))
     hosted = HostedTools(db, outbound, subject_tokens, to_micro(s.tool_call_price_credits))
-    registry = ModelRegistry.from_json(s.model_classes)
+    registry = ModelRegistry.from_json(s.model_classes, metrics=metrics)
     events = realtime.publisher
+    metrics.watch_realtime(events)
     if bus_settings:
         events.sent_by_database = sent_by_database
     run_events = RunEventLog(db)
@@ -177,7 +178,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     engine = RunEngine(db, s, registry, tools, lambda: events, metrics, run_events=run_events, uow=uow)
     webhooks: WebhookDispatcher | None = None
     if s.webhook_dispatcher:  # every process may run one: deliveries are claimed under a lease
-        webhooks = WebhookDispatcher(db, outbound, s)
+        webhooks = WebhookDispatcher(db, outbound, s, metrics=metrics)
         run_events.listeners.append(webhooks.wake)  # a committed run change may owe one
     executor: RunExecutor | None = None
     if queue_mode:

@@ -33,6 +33,32 @@ def test_request_id_is_returned_and_echoed(http):
     assert http.get("/healthz", headers={"Request-Id": "x" * 300}).headers["request-id"] != "x" * 300
 
 
+@pytest.mark.parametrize("sent, kept", [
+    ("0f8fad5b-d9cb-469f-a165-70867728950e", True),  # a UUID
+    ("4bf92f3577b34da6a3ce929d0e0e4736", True),  # a W3C trace id
+    ("lb-7f3a.req:42_x", True),
+    ("x" * 64, True),
+    ("x" * 65, False),  # longer than 64
+    ("a b", False),  # outside the charset: space
+    ("<script>", False),
+    ("id/1", False),
+    ("", False),
+])
+def test_a_valid_x_request_id_is_kept_and_an_invalid_one_ignored(http, sent, kept):
+    echoed = http.get("/healthz", headers={"X-Request-Id": sent}).headers["request-id"]
+    if kept:
+        assert echoed == sent
+    else:
+        assert echoed != sent and len(echoed) == 32  # a fresh one
+
+
+def test_request_id_wins_over_x_request_id(http):
+    both = http.get("/healthz", headers={"Request-Id": "mine", "X-Request-Id": "proxy"})
+    assert both.headers["request-id"] == "mine"
+    invalid_first = http.get("/healthz", headers={"Request-Id": "not valid", "X-Request-Id": "proxy"})
+    assert invalid_first.headers["request-id"] == "proxy"
+
+
 def test_unknown_route_is_404_envelope(http):
     body = assert_error(http.get("/v1/nope"), 404, "not_found")
     assert "/v1/nope" in body["error"]["message"]

@@ -22,6 +22,7 @@ import llmfake_openai
 from llmfake_http import Script, ServerThread
 
 from heddle.loom.providers.base import ModelClass
+from heddle.observability.metrics import Metrics
 
 OPENAI_KEY = "sk-test-openai-0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-test-0123456789abcdef"
@@ -91,6 +92,12 @@ def anthropic_class(anthropic_api: FakeApi) -> ModelClass:
         api_key=anthropic_api.api_key, input_price_per_1k=3.0, output_price_per_1k=15.0,
         max_tokens=300, timeout=5.0, max_retries=2, options=dict(FAST_RETRIES),
     )
+
+
+@pytest.fixture
+def metrics() -> Metrics:
+    """A fresh registry for a provider under test (the providers record model-call metrics)."""
+    return Metrics()
 
 
 @pytest.fixture

@@ -208,7 +208,7 @@ def _message(number: int, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "role": "assistant",
         "model": body["model"],
         "content": content,
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_reason": reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn"),
         "stop_sequence": None,
     }
     if not reply.omit_usage:

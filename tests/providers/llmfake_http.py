@@ -27,13 +27,16 @@ class Reply:
     omit_usage: bool = False
     chunk_delay: float = 0.0  # streaming: seconds between events
     break_after: int | None = None  # streaming: drop the connection after this many events
+    end_after: int | None = None  # streaming: end the body cleanly after this many events
+    stop_reason: str | None = None  # overrides the reply's stop reason (e.g. Anthropic "max_tokens")
 
 
 def sse_response(events, reply: Reply):
     """Server-Sent Events as the model APIs stream them: `event:` (when named) and `data:` lines.
 
-    `events` yields (event name or None, data text); `reply.chunk_delay` paces them and
-    `reply.break_after` cuts the connection mid-stream (the body ends without its last events).
+    `events` yields (event name or None, data text); `reply.chunk_delay` paces them,
+    `reply.break_after` cuts the connection mid-stream and `reply.end_after` ends the body
+    cleanly, early (no terminal event: what a proxy that gives up looks like).
     """
     from starlette.responses import StreamingResponse
 
@@ -41,6 +44,8 @@ def sse_response(events, reply: Reply):
         for index, (name, data) in enumerate(events):
             if reply.break_after is not None and index >= reply.break_after:
                 raise ConnectionResetError("the fake model dropped the stream on purpose")
+            if reply.end_after is not None and index >= reply.end_after:
+                return
             if index and reply.chunk_delay:
                 await asyncio.sleep(reply.chunk_delay)
             yield (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
@@ -89,13 +94,16 @@ class Script:
         self._lock = threading.Lock()
         self._queue: deque[Reply | Failure | Slow | RawBody] = deque()
         self._requests: list[Recorded] = []
+        self.generation = 0  # bumped by reset(): a request from an earlier test takes nothing after it
 
     def push(self, *behaviours: Reply | Failure | Slow | RawBody) -> None:
         with self._lock:
             self._queue.extend(behaviours)
 
-    def pop(self) -> Reply | Failure | Slow | RawBody | None:
+    def pop(self, generation: int | None = None) -> Reply | Failure | Slow | RawBody | None:
         with self._lock:
+            if generation is not None and generation != self.generation:
+                return None
             return self._queue.popleft() if self._queue else None
 
     def record(self, request: Recorded) -> None:
@@ -109,6 +117,7 @@ class Script:
 
     def reset(self) -> None:
         with self._lock:
+            self.generation += 1
             self._queue.clear()
             self._requests.clear()
 
@@ -121,10 +130,13 @@ async def read_json(request: Request, script: Script) -> tuple[Any, Reply | Fail
     except ValueError:
         body = None
     script.record(Recorded(headers=dict(request.headers), body=body))
+    generation = script.generation
     behaviour = script.pop()
     while isinstance(behaviour, Slow):
         await asyncio.sleep(behaviour.seconds)
-        behaviour = script.pop()
+        # A client that timed out is gone; once its test is over, the next test's script is not
+        # this request's to take.
+        behaviour = script.pop(generation)
     return body, behaviour
 
 
@@ -138,6 +150,24 @@ def error_response(status: int, payload: dict[str, Any], headers: dict[str, str]
 
 def words(text: str | None) -> int:
     return len(text.split()) if text else 0
+
+
+class Collector:
+    """A StreamSink that records what a provider streamed, attempt by attempt: `restart()`
+    (before a retry) opens a new list, so `pieces` are those of the attempt that answered."""
+
+    def __init__(self):
+        self.attempts: list[list[str]] = [[]]
+
+    async def delta(self, text: str) -> None:
+        self.attempts[-1].append(text)
+
+    def restart(self) -> None:
+        self.attempts.append([])
+
+    @property
+    def pieces(self) -> list[str]:
+        return self.attempts[-1]
 
 
 class ServerThread:

@@ -110,12 +110,14 @@ async def test_transient_failures_are_retried(provider, anthropic_class, anthrop
     anthropic_api.script.push(Failure(status, "try later", headers=headers))
     response = await provider.complete(anthropic_class, [ChatMessage("user", "ok")], [])
     assert response.text == "echo: ok"
-    assert response.response["heddle_retries"] == [
-        {"attempt": 1, "error": f"HTTP {status}: try later", "status": status,
-         "waited_seconds": response.response["heddle_retries"][0]["waited_seconds"]}
-    ]
+    (failed, answered) = response.attempts
+    code = "rate_limited" if status == 429 else "server_error"
+    assert (failed.outcome, failed.status, failed.error_code, failed.error) == (
+        "error", status, code, f"HTTP {status}: try later")
+    assert answered.outcome == "ok" and answered.number == 2 and answered.duration_seconds > 0
+    assert response.response["heddle_retries"] == [failed.as_dict()]  # the trace keeps them
     if status == 429:
-        assert response.response["heddle_retries"][0]["waited_seconds"] == 0
+        assert failed.retry_after == 0 and failed.waited_seconds == 0
 
 
 async def test_overloaded_until_retries_run_out(provider, anthropic_class, anthropic_api):

@@ -41,7 +41,7 @@ class Fatal(Exception):
 
 def classify(exc: Exception) -> AttemptFailure:
     if isinstance(exc, Transient):
-        return AttemptFailure(str(exc), retryable=True, status=503, retry_after=None)
+        return AttemptFailure(str(exc), retryable=True, status=503, retry_after=None, code="server_error")
     if isinstance(exc, Fatal):
         return AttemptFailure(str(exc), retryable=False, status=400)
     raise exc
@@ -109,15 +109,21 @@ def test_parse_retry_after(headers, expected):
 async def test_success_after_transient_failures_records_them():
     sleeps = Sleeps()
     operation = Flaky(Transient("busy"), Transient("still busy"))
-    result, failures = await call_with_retries(
+    result, attempts = await call_with_retries(
         operation, policy=RetryPolicy(max_retries=3, base_delay=0.5, jitter=0), classify=classify,
         label="test", sleep=sleeps,
     )
     assert result == "done" and operation.calls == 3
     assert sleeps.waits == [0.5, 1.0]
-    assert failures == [
-        {"attempt": 1, "error": "busy", "status": 503, "waited_seconds": 0.5},
-        {"attempt": 2, "error": "still busy", "status": 503, "waited_seconds": 1.0},
+    records = [attempt.as_dict() for attempt in attempts]
+    for record in records:  # measured, so only its presence is fixed
+        assert record.pop("duration_ms") >= 0
+    assert records == [
+        {"attempt": 1, "outcome": "error", "error_code": "server_error", "error": "busy", "status": 503,
+         "waited_seconds": 0.5},
+        {"attempt": 2, "outcome": "error", "error_code": "server_error", "error": "still busy", "status": 503,
+         "waited_seconds": 1.0},
+        {"attempt": 3, "outcome": "ok"},
     ]
 
 
@@ -129,7 +135,9 @@ async def test_gives_up_after_max_retries():
                                 label="openai (x)", sleep=sleeps)
     assert operation.calls == 3 and len(sleeps.waits) == 2
     assert str(failure.value) == "openai (x): busy (gave up after 3 attempts)"
-    assert failure.value.retryable and failure.value.status == 503
+    assert failure.value.retryable and failure.value.status == 503 and failure.value.code == "server_error"
+    assert [a.number for a in failure.value.attempts] == [1, 2, 3]  # every attempt, for the trace
+    assert [a.waited_seconds is None for a in failure.value.attempts] == [False, False, True]
     assert isinstance(failure.value.__cause__, Transient)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from llmfake_http import Failure, Reply
+from llmfake_http import Collector, Failure, Reply
 
 from heddle.loom.providers.anthropic_provider import AnthropicProvider
 from heddle.loom.providers.base import ChatMessage, ModelProviderError, ToolSpec
@@ -17,23 +17,6 @@ from heddle.loom.providers.scripted import HELP_TEXT, ScriptedProvider
 LOOKUP = ToolSpec("lookup_balance", "Look up an account balance",
                   {"type": "object", "properties": {"account": {"type": "string"}}})
 LONG = "Your balance is 42 euros and  your last payment\nwent to ACME Ltd on Monday."
-
-
-class Collector:
-    """A StreamSink that records what a provider streamed, attempt by attempt."""
-
-    def __init__(self):
-        self.attempts: list[list[str]] = [[]]
-
-    async def delta(self, text: str) -> None:
-        self.attempts[-1].append(text)
-
-    def restart(self) -> None:
-        self.attempts.append([])
-
-    @property
-    def pieces(self) -> list[str]:
-        return self.attempts[-1]
 
 
 @pytest.fixture

@@ -39,7 +39,22 @@ def cli_fails(server, *args: str) -> dict:
     return json.loads(result.stdout)  # stderr names the database
 
 
+def delivery_metrics(http) -> dict[str, float]:
+    """This server's webhook families from /metrics (the module's server is shared: compare deltas)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    values = {}
+    for family in text_string_to_metric_families(http.get("/metrics").text):
+        for sample in family.samples:
+            if sample.name == "heddle_webhook_deliveries_total":
+                values[sample.labels["outcome"]] = sample.value
+            elif sample.name == "heddle_webhook_delivery_lag_seconds_count":
+                values["lag_count"] = sample.value
+    return values
+
+
 def test_a_receiver_failing_twice_gets_the_third_attempt_with_the_same_event(server, http, tenant, receiver):
+    before = delivery_metrics(http)
     settings = heddle(server, "workspace", "update", tenant.workspace_id, "--webhook-url", receiver.url)
     secret = settings["webhook_secret"]
     assert settings["webhook_url"] == receiver.url and secret.startswith("whsec_")
@@ -74,6 +89,9 @@ def test_a_receiver_failing_twice_gets_the_third_attempt_with_the_same_event(ser
     assert [a["http_status"] for a in delivery["attempts"]] == [500, 503, 200]
     assert [a["n"] for a in delivery["attempts"]] == [1, 2, 3]
     assert "receiver says no" in delivery["attempts"][0]["error"] and delivery["attempts"][2]["error"] is None
+    after = delivery_metrics(http)  # two retries, one delivery, its lag observed once
+    assert {k: after.get(k, 0) - before.get(k, 0) for k in ("retry", "delivered", "failed", "lag_count")} == {
+        "retry": 2, "delivered": 1, "failed": 0, "lag_count": 1}
 
 
 def test_each_waiting_and_ending_state_is_one_webhook(server, http, tenant, receiver):

@@ -1,6 +1,7 @@
 """Pure-ASGI middleware around every request.
 
-Assigns the request id (returned as `Request-Id`), enforces the limits of heddle.api.limits
+Assigns the request id (returned as `Request-Id`; a valid incoming `Request-Id` or `X-Request-Id`
+is kept), opens the request's server span (observability/tracing.py), enforces the limits of heddle.api.limits
 (headers 431, body size 413 and time 408, JSON depth), the JSON content type (415) and the
 NUL rule (heddle/text.py: 400 for a U+0000 in the path, query or body), reads
 the whole body before the app runs (so no handler holds a database connection while a client
@@ -24,6 +25,7 @@ from heddle.api.headers import header as _header
 from heddle.api.limits import header_problem, json_too_deep, read_body, replay
 from heddle.errors import HeddleError
 from heddle.ids import parse_uuid
+from heddle.observability import tracing
 from heddle.observability.metrics import Metrics
 from heddle.observability.request_log import LoggedRequest, RequestLogWriter
 
@@ -44,6 +46,25 @@ async def _send_error(send: Send, err: HeddleError, request_id: str, *, close: b
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": err.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def incoming_request_id(scope: Scope) -> str | None:
+    """The caller's request id (`Request-Id`, else `X-Request-Id`) when valid: 1-64 characters
+    of letters, digits and `._:-` (a UUID, a W3C trace id, a proxy's hex id all fit). Anything
+    else is ignored, so a log line or header never carries what a client smuggled in."""
+    for name in (b"request-id", b"x-request-id"):
+        value = _header(scope, name)
+        if value and _REQUEST_ID.match(value):
+            return value
+    return None
+
+
+def _trace_headers(scope: Scope) -> dict[str, str] | None:
+    parent = _header(scope, b"traceparent")
+    if parent is None:
+        return None
+    state = _header(scope, b"tracestate")
+    return {"traceparent": parent, **({"tracestate": state} if state else {})}
 
 
 def _has_body(scope: Scope) -> bool:
@@ -75,14 +96,34 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        incoming = _header(scope, b"request-id")
-        request_id = incoming if incoming and _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        request_id = incoming_request_id(scope) or uuid.uuid4().hex
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
+        method = scope["method"]
+        method_label = method if method in _METHODS else "OTHER"
         structlog.contextvars.clear_contextvars()
-        structlog.contextvars.bind_contextvars(request_id=request_id)
-        method, path = scope["method"], scope["path"]
         status_holder: dict = {"status": 500}
+        if not tracing.enabled():  # the common case costs one check, not a span's bookkeeping
+            structlog.contextvars.bind_contextvars(request_id=request_id)
+            await self._serve(scope, receive, send, state, request_id, started, status_holder)
+            return
+        # One server span per request, a child of the caller's W3C `traceparent` when it sent one.
+        with tracing.span(method_label, {"http.request.method": method_label, "url.path": scope["path"][:200],
+                                         "heddle.request_id": request_id}, kind="server",
+                          parent_headers=_trace_headers(scope)) as span:
+            structlog.contextvars.bind_contextvars(request_id=request_id, trace_id=tracing.current_trace_id())
+            await self._serve(scope, receive, send, state, request_id, started, status_holder)
+            status = status_holder["status"]
+            route = getattr(scope.get("route"), "path", None)
+            span.rename(f"{method_label} {route}" if route else method_label)
+            span.update({"http.route": route, "http.response.status_code": status})
+            if status >= 500:
+                span.fail(str(status))
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, state: dict, request_id: str,
+                     started: float, status_holder: dict) -> None:
+        """Run the request through the checks and the app; `status_holder` gets the status sent."""
+        method, path = scope["method"], scope["path"]
 
         async def send_wrapper(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -1,8 +1,22 @@
-"""Prometheus metrics, exposed at /metrics (one registry per app so tests stay independent)."""
+"""Prometheus metrics, exposed at /metrics (one registry per app so tests stay independent).
+
+Names follow the Prometheus conventions: base units (`_seconds`, `_bytes`), counters end in
+`_total`, and every label takes a bounded set of values (routes are templates, model classes
+are the configured ones, outcomes and reasons are short fixed words). docs/operations.md lists
+them and docs/grafana-dashboard.json charts them. The queue's own families live in
+heddle/queue/metrics.py (PostgreSQL only).
+"""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+_MODEL_SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160)
+_TTFT_SECONDS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16)
+_TOOL_SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+_LAG_SECONDS = (0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14400)
 
 
 class Metrics:
@@ -13,7 +27,7 @@ class Metrics:
             ["method", "route", "status"], registry=self.registry,
         )
         self.latency = Histogram(
-            "heddle_http_request_seconds", "HTTP request latency by route",
+            "heddle_http_request_duration_seconds", "HTTP request latency by route",
             ["method", "route"], registry=self.registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
         )
@@ -59,3 +73,73 @@ class Metrics:
             "WebSocket connections refused at a cap before authentication (pusher error 4100)", ["limit"],
             registry=self.registry,
         )
+        # Model calls (recorded by the provider layer, loom/providers/sdk_provider.py), by the
+        # configured model class: outcome is ok | truncated | error.
+        self.model_calls = Counter(
+            "heddle_model_calls_total", "Model calls by model class and outcome (ok, truncated, error)",
+            ["model_class", "outcome"], registry=self.registry,
+        )
+        self.model_call_duration = Histogram(
+            "heddle_model_call_duration_seconds", "Model call time, every attempt and retry wait included",
+            ["model_class"], buckets=_MODEL_SECONDS, registry=self.registry,
+        )
+        self.model_tokens = Counter(
+            "heddle_model_tokens_total", "Tokens of answered model calls by model class and direction (input, output)",
+            ["model_class", "direction"], registry=self.registry,
+        )
+        self.model_ttft = Histogram(
+            "heddle_model_time_to_first_token_seconds",
+            "Streamed model calls: from the start of the answering attempt to its first text piece",
+            ["model_class"], buckets=_TTFT_SECONDS, registry=self.registry,
+        )
+        self.model_retries = Counter(
+            "heddle_model_retries_total",
+            "Model call attempts retried, by model class and reason (rate_limited, server_error, timeout, "
+            "connection, stream_broken, stream_incomplete)",
+            ["model_class", "reason"], registry=self.registry,
+        )
+        # Tool calls of runs (the engine increments them): kind is the tool's kind, status is
+        # ok | error | refused (arguments invalid, not approved) | timeout.
+        self.tool_calls = Counter(
+            "heddle_tool_calls_total", "Tool calls of runs by tool kind and status", ["kind", "status"],
+            registry=self.registry,
+        )
+        self.tool_call_duration = Histogram(
+            "heddle_tool_call_duration_seconds", "Tool call time by tool kind", ["kind"], buckets=_TOOL_SECONDS,
+            registry=self.registry,
+        )
+        # Webhook deliveries (webhooks/dispatcher.py): outcome is delivered | retry | failed.
+        self.webhook_deliveries = Counter(
+            "heddle_webhook_deliveries_total", "Webhook delivery attempts by outcome (delivered, retry, failed)",
+            ["outcome"], registry=self.registry,
+        )
+        self.webhook_lag = Histogram(
+            "heddle_webhook_delivery_lag_seconds", "From a webhook event's creation to its successful delivery",
+            buckets=_LAG_SECONDS, registry=self.registry,
+        )
+        # Realtime publishing: the publishers count for themselves (realtime/publishers.py);
+        # each scrape reads those counters.
+        self.realtime_publishes = _PublisherCounters()
+        self.registry.register(self.realtime_publishes)
+
+    def watch_realtime(self, publisher: object | None) -> None:
+        """Export this publisher's `sent`/`failed`/`dropped` as `heddle_realtime_publishes_total`."""
+        if publisher is not None:
+            self.realtime_publishes.publishers.append(publisher)
+
+
+class _PublisherCounters(Collector):
+    """`heddle_realtime_publishes_total{result}` summed over the watched publishers (a counter a
+    publisher does not keep counts 0)."""
+
+    RESULTS = ("sent", "failed", "dropped")
+
+    def __init__(self) -> None:
+        self.publishers: list[object] = []
+
+    def collect(self):
+        family = CounterMetricFamily("heddle_realtime_publishes",
+                                     "Realtime events published, by result (sent, failed, dropped)", labels=["result"])
+        for result in self.RESULTS:
+            family.add_metric([result], sum(int(getattr(p, result, 0)) for p in self.publishers))
+        yield family

@@ -7,7 +7,9 @@ there is no second resolution for a DNS-rebinding answer to slip into. Because t
 under the connection pool, it applies to every request and every redirect hop alike.
 
 The transport also refuses plain http unless private targets are allowed, caps the response
-body, and enforces a total deadline per request (connect + send + the whole body).
+body, and enforces a total deadline per request (connect + send + the whole body). Every
+request is a client span (`POST`, observability/tracing.py, up to the response head) whose
+context goes out as `traceparent`, so a tool host or webhook receiver joins the trace.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import anyio
 import httpcore
 import httpx
 
+from heddle.observability import tracing
 from heddle.outbound.addresses import AddressPolicy, IPAddress, parse_ip, policy_for
 
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
@@ -218,6 +221,20 @@ class GuardedTransport(httpx.AsyncBaseTransport):
             network_backend=GuardedNetworkBackend(policy, resolver))
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        # The URL without its query (it may carry a token) names the destination in the span.
+        with tracing.span(request.method, {
+            "http.request.method": request.method, "server.address": url.host, "server.port": url.port,
+            "url.full": str(url.copy_with(query=None, fragment=None)),
+        }, kind="client") as span:
+            tracing.inject(request.headers)
+            response = await self._send(request)
+            span.set("http.response.status_code", response.status_code)
+            if response.status_code >= 500:
+                span.fail(str(response.status_code))
+            return response
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
         scheme = request.url.scheme
         if scheme not in ("http", "https"):
             raise DestinationRefused(f"scheme {scheme!r} is not allowed", request=request)

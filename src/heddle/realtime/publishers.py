@@ -48,6 +48,7 @@ class BuiltinPublisher:
 
     def __init__(self, hub: RealtimeHub):
         self.hub = hub
+        self.sent = 0  # exported as heddle_realtime_publishes_total (observability/metrics.py)
         self.failed = 0
 
     def listening(self, channel: str) -> bool:
@@ -58,6 +59,7 @@ class BuiltinPublisher:
     async def publish(self, channel: str, event: str, data: dict[str, Any]) -> None:
         try:
             await self.hub.publish(channel, event, data)
+            self.sent += 1
         except Exception as exc:
             self.failed += 1
             log.warning("realtime_publish_failed", channel=channel, event_name=event, error=type(exc).__name__,

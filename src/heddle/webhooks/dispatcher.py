@@ -11,6 +11,10 @@ the body is fixed when the delivery is owed, so every retry carries the same `id
 destination (the SSRF policy, plain http, an unusable URL) is not retried: the delivery fails at
 once, its `last_error` saying why.
 
+Every attempt is a span (`webhook {type}`, observability/tracing.py) whose context goes out in
+`traceparent`, and counts in `heddle_webhook_deliveries_total{outcome}`; a delivered one adds its
+lag since the event to `heddle_webhook_delivery_lag_seconds`.
+
 Calls go through the SSRF-guarded outbound client and are signed exactly like tool calls
 (`Service-Signature` over `<t>.POST.<path>.<body digest>`) under the workspace's webhook
 secret, looked up at each attempt (a rotated secret or changed URL applies to retries too).
@@ -30,7 +34,9 @@ from sqlalchemy import select, update
 
 from heddle.config import Settings
 from heddle.db.base import Database, utcnow
+from heddle.observability import tracing
 from heddle.observability.logging import get_logger
+from heddle.observability.metrics import Metrics
 from heddle.outbound.exchange import AttemptFailed, encode_json, host_error_message, post_signed
 from heddle.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
@@ -58,8 +64,10 @@ def backoff(attempt: int, *, base: float, ceiling: float, rand=random.random) ->
 
 
 class WebhookDispatcher:
-    def __init__(self, db: Database, client: httpx.AsyncClient, settings: Settings):
+    def __init__(self, db: Database, client: httpx.AsyncClient, settings: Settings, *,
+                 metrics: Metrics | None = None):
         self.db = db
+        self.metrics = metrics
         self.client = client
         self.settings = settings
         # Past this, an attempt has surely ended (the client's total timeout plus slack).
@@ -147,6 +155,15 @@ class WebhookDispatcher:
 
     async def attempt(self, job: Job) -> bool:
         """POST one claimed delivery and record the attempt; True when delivered."""
+        with tracing.span(f"webhook {job.type}", {"heddle.webhook.delivery_id": job.id,
+                                                  "heddle.webhook.event_type": job.type,
+                                                  "heddle.webhook.attempt": job.attempt}, kind="producer") as span:
+            delivered = await self._attempt(job)
+            if not delivered:
+                span.fail("webhook_attempt_failed")
+            return delivered
+
+    async def _attempt(self, job: Job) -> bool:
         started, clock = utcnow(), time.monotonic()
         status, error, final = None, None, False
         if job.url is None or job.secret is None:
@@ -189,5 +206,10 @@ class WebhookDispatcher:
                                        duration_ms=duration_ms, http_status=status, error=error))
             await session.execute(update(WebhookDelivery).where(WebhookDelivery.id == job.id).values(**values)
                                   .execution_options(synchronize_session=False))
+        outcome = values.get("state", "retry")
         log.info("webhook_attempt", delivery_id=job.id, event_type=job.type, attempt=job.attempt,
-                 http_status=status, outcome=values.get("state", "retry"))
+                 http_status=status, outcome=outcome)
+        if self.metrics is not None:
+            self.metrics.webhook_deliveries.labels(outcome).inc()
+            if outcome == "delivered":
+                self.metrics.webhook_lag.observe(max(0.0, (now - job.created_at).total_seconds()))

@@ -8,6 +8,8 @@ Conversion from the neutral chat format:
 - empty texts are dropped (the API refuses empty text blocks).
 The reply's text blocks are joined by newlines; `tool_use` blocks become tool calls. Usage
 counts cache reads and writes as input tokens, since they are input the model consumed.
+`stop_reason: "max_tokens"` is a usable reply marked `truncated` (text kept, `tool_use` blocks
+dropped); a streamed reply without `message_stop` and a `stop_reason` is incomplete and retried.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import anthropic
 
 from heddle.loom.providers.base import (
+    TRUNCATED_STOP_REASONS,
     ChatMessage,
     ModelClass,
     ModelProviderError,
@@ -29,6 +32,7 @@ from heddle.loom.providers.sdk_errors import SdkErrorTypes
 from heddle.loom.providers.sdk_provider import SdkProvider
 from heddle.loom.providers.streaming import stream_anthropic
 from heddle.loom.providers.tokens import input_tokens, output_tokens
+from heddle.observability.metrics import Metrics
 
 ANTHROPIC_ERRORS = SdkErrorTypes(
     status=anthropic.APIStatusError,
@@ -46,7 +50,8 @@ class AnthropicProvider(SdkProvider):
     label = "anthropic"
     errors = ANTHROPIC_ERRORS
 
-    def __init__(self, model_class: ModelClass, *, client: anthropic.AsyncAnthropic | None = None):
+    def __init__(self, model_class: ModelClass, *, client: anthropic.AsyncAnthropic | None = None,
+                 metrics: Metrics | None = None):
         if client is None and not model_class.api_key:
             raise ValueError(f"model class {model_class.name!r}: the anthropic provider needs an API key")
         client = client or anthropic.AsyncAnthropic(
@@ -55,7 +60,7 @@ class AnthropicProvider(SdkProvider):
             timeout=model_class.timeout,
             max_retries=0,
         )
-        super().__init__(model_class, client)
+        super().__init__(model_class, client, metrics)
 
     def _request(self, model_class, messages, tools):
         return build_request(model_class, messages, tools)
@@ -134,16 +139,24 @@ def parse_response(
     content = body.get("content")
     if not isinstance(content, list):
         raise ModelProviderError(f"{label}: the response has no content list")
+    stop_reason = body.get("stop_reason")
+    stop_reason = stop_reason if isinstance(stop_reason, str) else None
+    truncated = stop_reason in TRUNCATED_STOP_REASONS
     texts: list[str] = []
     calls: list[ModelToolCall] = []
+    dropped = 0
     for index, block in enumerate(content):
         if not isinstance(block, dict):
             raise ModelProviderError(f"{label}: content[{index}] is not an object")
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             if block["text"]:
                 texts.append(block["text"])
+        elif block.get("type") == "tool_use" and truncated:
+            dropped += 1  # a call cut off mid-input is never sent to a host
         elif block.get("type") == "tool_use":
             calls.append(_tool_use(label, index, block))
+    if dropped:
+        body["heddle_dropped_tool_calls"] = dropped
     text = "\n".join(texts) if texts else None
     tool_calls = tuple(calls)
 
@@ -156,7 +169,6 @@ def parse_response(
         prompt = input_tokens(messages, tools) if prompt is None else prompt
         completion = output_tokens(text, tool_calls) if completion is None else completion
         body["heddle_usage_estimated"] = True
-    stop_reason = body.get("stop_reason")
     return ModelResponse(
         text=text,
         tool_calls=tool_calls,
@@ -164,7 +176,8 @@ def parse_response(
         output_tokens=completion,
         request=request,
         response=body,
-        stop_reason=stop_reason if isinstance(stop_reason, str) else None,
+        stop_reason=stop_reason,
+        truncated=truncated,
     )
 
 

@@ -65,6 +65,39 @@ class ModelClass:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+# Finish reasons that mean "the model was cut off by max_tokens" (OpenAI `length`, Anthropic
+# `max_tokens`): the turn ends with the text received and `truncated` set.
+TRUNCATED_STOP_REASONS = frozenset({"length", "max_tokens"})
+
+
+@dataclass(frozen=True)
+class ModelAttempt:
+    """One HTTP attempt of a model call, as the trace records it.
+
+    `outcome` is "ok" or "error"; `error_code` is a short stable word for an error (`http_429`,
+    `timeout`, `connection`, `stream_incomplete`, `stream_broken`, `unusable`); `status` is the
+    HTTP status of a refused attempt; `retry_after` is what the server asked for and
+    `waited_seconds` the pause actually taken before the next attempt (Retry-After, capped).
+    """
+
+    number: int
+    outcome: Literal["ok", "error"]
+    duration_seconds: float
+    error_code: str | None = None
+    error: str | None = None
+    status: int | None = None
+    retry_after: float | None = None
+    waited_seconds: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"attempt": self.number, "outcome": self.outcome,
+                                  "duration_ms": round(self.duration_seconds * 1000, 3)}
+        optional = {"error_code": self.error_code, "error": self.error, "status": self.status,
+                    "retry_after": self.retry_after, "waited_seconds": self.waited_seconds}
+        record.update({key: value for key, value in optional.items() if value is not None})
+        return record
+
+
 @dataclass(frozen=True)
 class ModelResponse:
     text: str | None
@@ -74,15 +107,26 @@ class ModelResponse:
     request: dict[str, Any]  # what was sent, as stored in the trace (no secrets)
     response: dict[str, Any]  # what came back, as stored in the trace
     stop_reason: str | None = None
+    # Cut off at max_tokens: `text` is what arrived and tool calls were dropped (an argument
+    # object cut short is never sent to a host). The engine applies the agent's rule.
+    truncated: bool = False
+    attempts: tuple[ModelAttempt, ...] = ()  # every attempt of this call, the last one "ok"
 
 
 class ModelProviderError(Exception):
-    """The provider failed after its retries; the run ends `failed` with `model_error`."""
+    """The provider failed after its retries; the run ends `failed` with `model_error`.
 
-    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None):
+    `code` is the last attempt's error code (see `ModelAttempt`); `attempts` holds every
+    attempt made, for the trace of the failed turn.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None,
+                 code: str | None = None, attempts: tuple[ModelAttempt, ...] = ()):
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+        self.code = code
+        self.attempts = attempts
 
 
 class StreamSink(Protocol):
@@ -96,10 +140,3 @@ class StreamSink(Protocol):
     async def delta(self, text: str) -> None: ...
 
     def restart(self) -> None: ...
-
-
-class ModelProvider(Protocol):
-    async def complete(
-        self, model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec],
-        stream: StreamSink | None = None,
-    ) -> ModelResponse: ...

@@ -9,6 +9,9 @@ ours (see `retry.py`). Decisions where compatible servers differ:
 - A tool call without an `id` gets a fresh `call_<random>` id, so the result can be matched.
 - When the server omits `usage`, tokens are estimated by whitespace count and the recorded
   response says `"heddle_usage_estimated": true`, so a turn is never silently free.
+- `finish_reason: "length"` (cut off at max_tokens) is a usable reply marked `truncated`: its
+  text is kept and its tool calls are dropped (counted in `heddle_dropped_tool_calls`). A
+  streamed reply that never sends a `finish_reason` is incomplete and retried (streaming.py).
 - `max_tokens` is sent as `max_tokens` (what every compatible server reads) unless the class's
   option `max_tokens_param` is `"max_completion_tokens"` (OpenAI's reasoning models need it).
 """
@@ -22,6 +25,7 @@ from typing import Any
 import openai
 
 from heddle.loom.providers.base import (
+    TRUNCATED_STOP_REASONS,
     ChatMessage,
     ModelClass,
     ModelProviderError,
@@ -34,6 +38,7 @@ from heddle.loom.providers.sdk_errors import SdkErrorTypes
 from heddle.loom.providers.sdk_provider import SdkProvider
 from heddle.loom.providers.streaming import stream_openai
 from heddle.loom.providers.tokens import input_tokens, output_tokens
+from heddle.observability.metrics import Metrics
 
 # Self-hosted servers (Ollama, llama.cpp, vLLM without --api-key) need no key, but the SDK
 # refuses to start without one; this harmless value is what those servers document.
@@ -53,14 +58,15 @@ class OpenAICompatProvider(SdkProvider):
     label = "openai"
     errors = OPENAI_ERRORS
 
-    def __init__(self, model_class: ModelClass, *, client: openai.AsyncOpenAI | None = None):
+    def __init__(self, model_class: ModelClass, *, client: openai.AsyncOpenAI | None = None,
+                 metrics: Metrics | None = None):
         client = client or openai.AsyncOpenAI(
             base_url=model_class.base_url,
             api_key=model_class.api_key or KEYLESS_API_KEY,
             timeout=model_class.timeout,
             max_retries=0,
         )
-        super().__init__(model_class, client)
+        super().__init__(model_class, client, metrics)
 
     def _request(self, model_class, messages, tools):
         return build_request(model_class, messages, tools)
@@ -148,9 +154,13 @@ def parse_response(
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise ModelProviderError(f"{label}: tool_calls is not a list")
-    tool_calls = tuple(_tool_call(label, index, raw) for index, raw in enumerate(raw_calls))
     finish_reason = choices[0].get("finish_reason")
     stop_reason = finish_reason if isinstance(finish_reason, str) else None
+    truncated = stop_reason in TRUNCATED_STOP_REASONS
+    if truncated and raw_calls:  # a call cut off mid-arguments is never sent to a host
+        body["heddle_dropped_tool_calls"] = len(raw_calls)
+        raw_calls = []
+    tool_calls = tuple(_tool_call(label, index, raw) for index, raw in enumerate(raw_calls))
 
     usage = body.get("usage")
     prompt = _token_count(usage, "prompt_tokens")
@@ -167,6 +177,7 @@ def parse_response(
         request=request,
         response=body,
         stop_reason=stop_reason,
+        truncated=truncated,
     )
 
 

@@ -45,6 +45,7 @@ from heddle.loom.providers.base import (
 from heddle.loom.providers.openai_compat import OpenAICompatProvider
 from heddle.loom.providers.scripted import ScriptedProvider
 from heddle.money import to_micro
+from heddle.observability.metrics import Metrics
 
 SCRIPTED = "scripted"
 SCRIPTED_INPUT_PRICE_PER_1K = 0.01
@@ -260,7 +261,8 @@ def cost_micro(model_class: ModelClass, input_tokens: int, output_tokens: int) -
 class ModelRegistry:
     """The server's model classes and one provider (with its SDK client) per class."""
 
-    def __init__(self, classes: Iterable[ModelClass] = ()):
+    def __init__(self, classes: Iterable[ModelClass] = (), *, metrics: Metrics | None = None):
+        self._metrics = metrics  # model-call metrics, recorded by the providers
         self._classes: dict[str, ModelClass] = {SCRIPTED: default_scripted_class()}
         for model_class in classes:
             self._classes[model_class.name] = model_class
@@ -269,9 +271,10 @@ class ModelRegistry:
         self._closed = False
 
     @classmethod
-    def from_json(cls, raw: str | None, *, environ: Mapping[str, str] | None = None) -> ModelRegistry:
+    def from_json(cls, raw: str | None, *, environ: Mapping[str, str] | None = None,
+                  metrics: Metrics | None = None) -> ModelRegistry:
         """Build from the value of `HEDDLE_MODEL_CLASSES` (raises `ModelConfigError`)."""
-        return cls(parse_model_classes(raw, environ=environ).values())
+        return cls(parse_model_classes(raw, environ=environ).values(), metrics=metrics)
 
     def names(self) -> list[str]:
         return sorted(self._classes)
@@ -299,9 +302,9 @@ class ModelRegistry:
 
     def _create(self, model_class: ModelClass) -> ClosableProvider:
         if model_class.provider == "openai":
-            return OpenAICompatProvider(model_class)
+            return OpenAICompatProvider(model_class, metrics=self._metrics)
         if model_class.provider == "anthropic":
-            return AnthropicProvider(model_class)
+            return AnthropicProvider(model_class, metrics=self._metrics)
         return self._scripted
 
     async def aclose(self) -> None:

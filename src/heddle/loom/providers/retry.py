@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
-from heddle.loom.providers.base import ModelClass, ModelProviderError
+from heddle.loom.providers.base import ModelAttempt, ModelClass, ModelProviderError
 
 T = TypeVar("T")
 
@@ -108,12 +109,16 @@ def _finite_non_negative(raw: str | None) -> float | None:
 
 @dataclass(frozen=True)
 class AttemptFailure:
-    """How one failed attempt is understood: its message (already free of secrets) and fate."""
+    """How one failed attempt is understood: its message (already free of secrets) and fate.
+
+    `code` is the short word the trace and the metrics use (see `ModelAttempt.error_code`).
+    """
 
     message: str
     retryable: bool
     status: int | None = None
     retry_after: float | None = None
+    code: str = "unusable"
 
 
 async def call_with_retries(
@@ -123,35 +128,35 @@ async def call_with_retries(
     classify: Callable[[Exception], AttemptFailure],
     label: str,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-) -> tuple[T, list[dict[str, Any]]]:
+) -> tuple[T, list[ModelAttempt]]:
     """Run `operation` until it succeeds, a failure is not retryable, or retries run out.
 
-    Returns the result and the list of failed attempts (for the trace). Raises
-    `ModelProviderError` naming `label`, the last failure and the number of attempts.
-    Cancellation is never swallowed: only `Exception` is classified.
+    Returns the result and every attempt (the failed ones, then the one that succeeded), for
+    the trace. Raises `ModelProviderError` naming `label`, the last failure and the number of
+    attempts, carrying the attempts. Cancellation is never swallowed: only `Exception` is
+    classified.
     """
-    failures: list[dict[str, Any]] = []
-    attempt = 0
+    attempts: list[ModelAttempt] = []
     while True:
-        attempt += 1
+        number = len(attempts) + 1
+        started = time.perf_counter()
         try:
-            return await operation(), failures
+            result = await operation()
         except Exception as exc:
             failure = classify(exc)
-            record: dict[str, Any] = {"attempt": attempt, "error": failure.message}
-            if failure.status is not None:
-                record["status"] = failure.status
-            failures.append(record)
-            if not failure.retryable:
+            attempt = ModelAttempt(number, "error", time.perf_counter() - started, error_code=failure.code,
+                                   error=failure.message, status=failure.status, retry_after=failure.retry_after)
+            give_up = not failure.retryable or number > policy.max_retries
+            if give_up:
+                attempts.append(attempt)
+                suffix = f" (gave up after {number} attempts)" if failure.retryable else ""
                 raise ModelProviderError(
-                    f"{label}: {failure.message}", retryable=False, status=failure.status
+                    f"{label}: {failure.message}{suffix}", retryable=failure.retryable, status=failure.status,
+                    code=failure.code, attempts=tuple(attempts),
                 ) from exc
-            if attempt > policy.max_retries:
-                raise ModelProviderError(
-                    f"{label}: {failure.message} (gave up after {attempt} attempts)",
-                    retryable=True,
-                    status=failure.status,
-                ) from exc
-            wait = policy.delay(attempt, failure.retry_after)
-            record["waited_seconds"] = round(wait, 3)
+            wait = policy.delay(number, failure.retry_after)
+            attempts.append(replace(attempt, waited_seconds=round(wait, 3)))
+        else:
+            attempts.append(ModelAttempt(number, "ok", time.perf_counter() - started))
+            return result, attempts
         await sleep(wait)

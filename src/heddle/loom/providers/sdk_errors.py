@@ -64,6 +64,13 @@ def is_retryable_status(status: int) -> bool:
     return status == 429 or status >= 500
 
 
+def status_code(status: int) -> str:
+    """The error code of a refused attempt: three words, so metric labels stay bounded."""
+    if status == 429:
+        return "rate_limited"
+    return "server_error" if status >= 500 else "refused"
+
+
 def make_classifier(
     types: SdkErrorTypes, *, secrets: Iterable[str | None], timeout: float
 ) -> Callable[[Exception], AttemptFailure]:
@@ -78,16 +85,17 @@ def make_classifier(
             message = _shorten(redact(f"HTTP {status}: {detail}", hidden))
             retryable = is_retryable_status(status)
             retry_after = parse_retry_after(headers) if retryable else None
-            return AttemptFailure(message, retryable, status=status, retry_after=retry_after)
+            return AttemptFailure(message, retryable, status=status, retry_after=retry_after,
+                                  code=status_code(status))
         if isinstance(exc, types.timeout):
-            return AttemptFailure(f"request timed out after {timeout:g}s", retryable=True)
+            return AttemptFailure(f"request timed out after {timeout:g}s", retryable=True, code="timeout")
         if isinstance(exc, types.connection):
             cause = exc.__cause__ or exc
             reason = _shorten(redact(str(cause) or type(cause).__name__, hidden))
-            return AttemptFailure(f"connection failed: {reason}", retryable=True)
+            return AttemptFailure(f"connection failed: {reason}", retryable=True, code="connection")
         if isinstance(exc, types.base):
             reason = _shorten(redact(str(exc) or type(exc).__name__, hidden))
-            return AttemptFailure(f"unusable response: {reason}", retryable=False)
+            return AttemptFailure(f"unusable response: {reason}", retryable=False, code="unusable")
         raise exc
 
     return classify

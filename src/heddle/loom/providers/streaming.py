@@ -35,6 +35,12 @@ class StreamInterrupted(Exception):
     """The connection broke or timed out while a streamed reply was being read (retryable)."""
 
 
+class StreamIncomplete(Exception):
+    """The stream ended cleanly but without its terminal event: no `finish_reason` (OpenAI), no
+    `stop_reason`/`message_stop` (Anthropic). The SDKs raise nothing for it; the reply is only
+    a part, so it is retried and never billed as an answer."""
+
+
 def is_transport_error(exc: BaseException) -> bool:
     """An HTTP transport failure raised mid-stream (the SDKs do not wrap those in their errors)."""
     names = {cls.__name__ for cls in type(exc).__mro__}
@@ -44,6 +50,7 @@ def is_transport_error(exc: BaseException) -> bool:
 async def stream_openai(client: Any, payload: dict[str, Any], sink: StreamSink) -> dict[str, Any]:
     """One Chat Completions reply, streamed; returns the accumulated `chat.completion` body."""
     state = ChatCompletionStreamState()
+    finished = False
     stream = await client.chat.completions.create(**payload, stream=True,
                                                   stream_options={"include_usage": True})
     async with stream:
@@ -57,9 +64,15 @@ async def stream_openai(client: Any, payload: dict[str, Any], sink: StreamSink) 
         async for chunk in stream:
             state.handle_chunk(chunk)
             for choice in chunk.choices or ():
+                if choice.index == 0 and choice.finish_reason:
+                    finished = True
                 if choice.index == 0 and choice.delta is not None and choice.delta.content:
                     await sink.delta(choice.delta.content)
-    body = state.get_final_completion().to_dict(mode="json", warnings=False)
+    if not finished:
+        raise StreamIncomplete("the stream ended without a finish_reason")
+    # The snapshot, not `get_final_completion()`: that helper parses for structured outputs
+    # and raises on `finish_reason: "length"`, which is a usable (truncated) reply here.
+    body = state.current_completion_snapshot.to_dict(mode="json", warnings=False)
     body["object"] = "chat.completion"
     for choice in body.get("choices") or ():  # the accumulator's own fields, not the API's
         message = choice.get("message") or {}
@@ -88,9 +101,12 @@ async def stream_anthropic(client: Any, payload: dict[str, Any], sink: StreamSin
     """
     texts_seen = 0
     current_has_text = False
+    stopped = False
     async with client.messages.stream(**payload) as stream:
         async for event in stream:
-            if event.type == "content_block_start":
+            if event.type == "message_stop":
+                stopped = True
+            elif event.type == "content_block_start":
                 current_has_text = False
             elif (event.type == "content_block_delta" and event.delta.type == "text_delta"
                   and event.delta.text):
@@ -100,8 +116,12 @@ async def stream_anthropic(client: Any, payload: dict[str, Any], sink: StreamSin
                     if texts_seen > 1:
                         await sink.delta("\n")
                 await sink.delta(event.delta.text)
+        if not stopped:
+            raise StreamIncomplete("the stream ended without message_stop")
         message = await stream.get_final_message()
     body = message.to_dict(mode="json", warnings=False)
+    if not body.get("stop_reason"):
+        raise StreamIncomplete("the stream ended without a stop_reason")
     for block in body.get("content") or ():
         block.pop("parsed_output", None)
     return body
