@@ -20,6 +20,17 @@ TERMINAL = (CLOSED, FAILED)
 # Where a run stops until someone acts (or for good): what a client waits for.
 SETTLED = (CLOSED, FAILED, AWAITING_INPUT, AWAITING_OUTCOME)
 
+# A tool call's statuses (the transition table is `heddle.loom.states.CALL_TRANSITIONS`).
+CALL_PENDING = "pending"
+CALL_SUCCEEDED = "succeeded"
+CALL_FAILED = "failed"
+CALL_AWAITING_OUTCOME = "awaiting_outcome"
+CALL_RESOLVED = "resolved"
+CALL_AWAITING_APPROVAL = "awaiting_approval"  # interaction: approve, until a person answers
+CALL_DECLINED = "declined"
+CALL_STATUSES = (CALL_PENDING, CALL_SUCCEEDED, CALL_FAILED, CALL_AWAITING_OUTCOME, CALL_RESOLVED,
+                 CALL_AWAITING_APPROVAL, CALL_DECLINED)
+
 # One streamed piece of an answer, as a thread channel carries it.
 DELTA_EVENT = "message.delta"
 # A stored row of several consecutive `message.delta` pieces: the bus unpacks it into pieces,
