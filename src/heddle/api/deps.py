@@ -31,8 +31,9 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 
 
 def services(request: Request) -> Any:
-    """The process's shared services, untyped: prefer a typed accessor (heddle/process_services.py,
-    `rate_limiter` below, heddle/loom/deps.py), which names what the handler depends on."""
+    """The process's shared services, untyped. Only loom's own routes still call this; every
+    other handler takes a typed accessor (heddle/process_services.py, `rate_limiter` below,
+    identify.charging.identify_charging, loom/deps.py), which names what it depends on."""
     return process_services.of(request)
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from starlette.requests import HTTPConnection
+
+from heddle import process_services
 
 
 class Metrics:
@@ -59,3 +62,8 @@ class Metrics:
             "WebSocket connections refused at a cap before authentication (pusher error 4100)", ["limit"],
             registry=self.registry,
         )
+
+
+def process_metrics(conn: HTTPConnection) -> Metrics:
+    """This process's metrics, for a route (heddle/process_services.py)."""
+    return process_services.of(conn).metrics
