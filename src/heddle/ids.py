@@ -33,10 +33,6 @@ def request_secret() -> str:
     return f"rs_{secrets.token_urlsafe(32)}"
 
 
-def new_uuid() -> uuid.UUID:
-    return uuid.uuid4()
-
-
 def parse_uuid(value: str) -> uuid.UUID | None:
     try:
         return uuid.UUID(str(value))

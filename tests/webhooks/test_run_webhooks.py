@@ -114,9 +114,11 @@ def test_each_waiting_and_ending_state_is_one_webhook(server, http, tenant, rece
     assert events[0]["data"]["pending"] == {"type": "input", "question": "What is your name?"}
     assert events[2]["data"]["error"]["code"] == "model_error"
     assert len({e["id"] for e in events}) == 3
+    from heddle.loom.schemas import Run
     from heddle.webhooks.schemas import WebhookEvent  # the body published under OpenAPI `webhooks`
 
-    assert all(WebhookEvent.model_validate(e).data.id for e in events)
+    # The envelope as published, and its `data` as the Run schema it refers to.
+    assert all(Run.model_validate(WebhookEvent.model_validate(e).data).id for e in events)
 
 
 def test_the_cli_sets_rotates_masks_and_removes_the_webhook(server, tenant, receiver):

@@ -1222,10 +1222,7 @@ export interface components {
              */
             cost_credits: number;
             outcome: components["schemas"]["Outcome"] | null;
-            /**
-             * @description Present for `interaction: approve` tools.
-             * @default null
-             */
+            /** @description Present for `interaction: approve` tools. */
             approval?: components["schemas"]["ToolCallApproval"] | null;
             /**
              * Nul Replaced
@@ -1239,48 +1236,26 @@ export interface components {
          * @description `interaction: approve`: whether approval was needed, and who answered, when and why.
          */
         ToolCallApproval: {
-            /**
-             * Required
-             * @default null
-             */
+            /** Required */
             required?: boolean | null;
-            /**
-             * Why
-             * @default null
-             */
+            /** Why */
             why?: string | null;
-            /**
-             * Rule
-             * @default null
-             */
+            /** Rule */
             rule?: unknown;
-            /**
-             * Requested At
-             * @default null
-             */
+            /** Requested At */
             requested_at?: string | null;
-            /**
-             * Approved
-             * @default null
-             */
+            /** Approved */
             approved?: boolean | null;
             /**
              * By
              * @description Who answered: `{mode, key_id, subject}`.
-             * @default null
              */
             by?: {
                 [key: string]: unknown;
             } | null;
-            /**
-             * At
-             * @default null
-             */
+            /** At */
             at?: string | null;
-            /**
-             * Reason
-             * @default null
-             */
+            /** Reason */
             reason?: string | null;
         };
         /** @enum {string} */

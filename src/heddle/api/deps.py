@@ -1,4 +1,7 @@
-"""FastAPI dependencies: services, database sessions and authentication for each product."""
+"""FastAPI dependencies: database sessions and authentication for each product.
+
+No container here: what a dependency needs comes from the process's services through a typed
+accessor (heddle/process_services.py; loom's own in heddle/loom/deps.py)."""
 
 from __future__ import annotations
 
@@ -6,32 +9,45 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from typing import Any
 
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from heddle import process_services
 from heddle.api.headers import from_own_origin
 from heddle.api.headers import header as scope_header
 from heddle.api.operations import refuse_unknown_query
 from heddle.auth.context import AuthContext
+from heddle.auth.direct import DirectAuthenticator
 from heddle.auth.relay import authenticate_secret
 from heddle.auth.session_tokens import looks_like_jwt
 from heddle.auth.subjects import subject_from_header
-from heddle.container import Container
 from heddle.errors import HeddleError
 from heddle.idempotency.http import claim_key
+from heddle.ratelimit.limiter import RateLimiter
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
-def services(request: Request) -> Container:
-    """The process's shared services (built by the app's lifespan)."""
-    return request.app.state.services.get()
+def services(request: Request) -> Any:
+    """The process's shared services, untyped. Only loom's own routes still call this; every
+    other handler takes a typed accessor (heddle/process_services.py, `rate_limiter` below,
+    identify.charging.identify_charging, loom/deps.py), which names what it depends on."""
+    return process_services.of(request)
+
+
+def rate_limiter(request: Request) -> RateLimiter:
+    return process_services.of(request).rate_limiter
+
+
+def direct_authenticator(request: Request) -> DirectAuthenticator:
+    return process_services.of(request).direct_auth
 
 
 async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
     """For handlers that only read."""
-    async with services(request).database().session() as session:
+    async with process_services.database(request).session() as session:
         yield session
 
 
@@ -71,7 +87,7 @@ async def _admit(request: Request, ctx: AuthContext) -> AuthContext:
         # Said, not ignored: a caller who meant to attribute the call learns that it was not.
         raise HeddleError("invalid_request", "Service-Run must be a run id (a UUID).",
                           details=[{"location": "header", "field": "Service-Run", "message": "not a UUID"}])
-    await services(request).rate_limiter.check(ctx)
+    await rate_limiter(request).check(ctx)
     return ctx
 
 
@@ -84,7 +100,7 @@ def client_address(request: Request) -> str | None:
 async def counting_failures(request: Request) -> AsyncIterator[None]:
     """Authenticate inside this: an address past its failed-authentication budget is refused
     first (429), and a 401 raised inside is counted against it (heddle/ratelimit/limiter.py)."""
-    limiter = services(request).rate_limiter
+    limiter = rate_limiter(request)
     address = client_address(request)
     await limiter.check_address(address)
     try:
@@ -116,7 +132,7 @@ async def workspace_key_auth(request: Request) -> AuthContext:
         if looks_like_jwt(bearer):
             raise HeddleError("unauthorized", "This endpoint accepts only a workspace API key "
                               "(Bearer sk_…), not a session token.")
-        async with services(request).database().session() as session:
+        async with process_services.database(request).session() as session:
             ctx = await _relay(request, bearer, session)
     return await _admit(request, ctx)
 
@@ -139,7 +155,7 @@ async def loom_session(request: Request, *, write: bool = False) -> AsyncIterato
     The caller is authenticated before the write transaction starts, so neither a JWKS fetch
     nor a rate-limit check holds the write lock.
     """
-    db = services(request).database()
+    db = process_services.database(request)
     if not write:
         async with db.session() as session:
             yield await _loom(request, session, write=False), session
@@ -167,7 +183,7 @@ async def _authenticate_loom(request: Request, session: AsyncSession, *, write: 
         if subject_header is not None:
             raise HeddleError("subject_header_with_token", "Service-Subject must not be sent with a "
                               "session token: the token's `sub` is the subject.")
-        authenticate_direct = services(request).direct_auth
+        authenticate_direct = direct_authenticator(request)
         ctx = await authenticate_direct(request, bearer, None if write else session)
         return await _admit(request, ctx)
     ctx = await _relay(request, bearer, session)

@@ -104,6 +104,18 @@ DEFAULT_ERROR = {"description": "Any other error, in the error envelope (see the
                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}}
 
 
+def _webhook_body(schemas: dict[str, Any]) -> None:
+    """The webhook body's `data` is the Run schema, and its example a closed run (the Run
+    schema's own example, finished): heddle/webhooks/schemas.py sits below loom and cannot
+    name the Run model itself."""
+    event, run = schemas.get("WebhookEvent"), schemas.get("Run")
+    if event is not None and run is not None:
+        event["properties"]["data"] = {"$ref": "#/components/schemas/Run"}
+        event["examples"] = [{
+            "id": "evt_5f1c0b7e2a9d4c3b8a716e2f", "type": "run.closed", "created_at": "2026-01-01T12:00:02Z",
+            "data": {**run["examples"][0], "state": "closed", "terminal": True, "pending": None}}]
+
+
 def finish_document(doc: dict[str, Any]) -> dict[str, Any]:
     doc["servers"] = SERVERS
     _webhooks(doc)
@@ -120,6 +132,7 @@ def finish_document(doc: dict[str, Any]) -> dict[str, Any]:
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
     _restore_examples(schemas)
+    _webhook_body(schemas)
     for path_item in doc.get("paths", {}).values():
         for op in path_item.values():
             responses = op.get("responses", {})

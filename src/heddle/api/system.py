@@ -7,10 +7,10 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
-from heddle import __version__
-from heddle.api.deps import services
+from heddle import __version__, process_services
 from heddle.api.envelope import Envelope, ReadModel, error_responses, ok
 from heddle.errors import HeddleError
+from heddle.observability.metrics import process_metrics
 
 router = APIRouter(tags=["operations"])
 
@@ -38,9 +38,8 @@ async def healthz():
             response_model_exclude_none=True, responses=error_responses("method_not_allowed", "service_unavailable"),
             openapi_extra={"security": []})
 async def readyz(request: Request):
-    svc = services(request)
     try:
-        async with svc.database().session() as session:
+        async with process_services.database(request).session() as session:
             await session.execute(text("SELECT 1"))
     except Exception as exc:
         raise HeddleError("service_unavailable", f"database not ready: {type(exc).__name__}") from exc
@@ -49,4 +48,4 @@ async def readyz(request: Request):
 
 @router.get("/metrics", summary="Prometheus metrics", include_in_schema=False)
 async def metrics(request: Request):
-    return Response(generate_latest(services(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(process_metrics(request).registry), media_type=CONTENT_TYPE_LATEST)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from dataclasses import dataclass
 from typing import Literal
 
@@ -46,12 +45,6 @@ class AuthContext:
             raise HeddleError("subject_required", "Relay Loom calls need the Service-Subject header "
                               "(form <channel>:<channel_user_id>).")
         return self.subject
-
-    def connection_uuid(self) -> uuid.UUID | None:
-        try:
-            return uuid.UUID(self.connection_ref) if self.connection_ref else None
-        except ValueError:
-            return None
 
 
 def validate_subject(value: str) -> str:

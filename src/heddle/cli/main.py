@@ -7,14 +7,14 @@ import sys
 import typer
 
 from heddle.cli.config_errors import exit_with, is_settings_error, settings_problem
-from heddle.cli.control import agent_app, connection_app, credits_app, key_app, workspace_app
 from heddle.cli.demo import demo
+from heddle.cli.operator import app as operator_app
 from heddle.cli.output import DatabaseUrl, JsonFlag, PortFile, emit, run_db
 from heddle.cli.up import up
 from heddle.cli.webhooks import webhook_app
+from heddle.cli.workspace_admin import agent_app, connection_app, credits_app, key_app, workspace_app
 from heddle.db.urls import DatabaseUrlError
 from heddle.identify.cli import app as identify_app
-from heddle.operators.cli import app as operator_app
 
 app = typer.Typer(help="Heddle: Identify and Loom, self-hosted.", no_args_is_help=True,
                   pretty_exceptions_enable=False)

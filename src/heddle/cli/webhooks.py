@@ -37,6 +37,6 @@ def deliveries(workspace: str = typer.Argument(..., help="Workspace id (ws_…)"
         items = await webhook_service.list_deliveries(s, workspace, limit=limit, state=state)
         return {"workspace_id": workspace, "webhook_url": endpoint.url if endpoint else None, "items": items}
 
-    from heddle.cli.control import guarded  # a missing database, an unknown workspace: one line each
+    from heddle.cli.workspace_admin import guarded  # a missing database, an unknown workspace: one line each
 
     emit(guarded(as_json, database_url, work), as_json, _table)

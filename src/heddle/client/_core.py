@@ -29,11 +29,10 @@ from heddle.loom.schemas import (
     Trace,
 )
 from heddle.realtime.schemas import RealtimeConfig
+from heddle.runs_vocabulary import SETTLED, TERMINAL
 from heddle.workspaces.schemas import Workspace
 
 T = TypeVar("T")
-TERMINAL = ("closed", "failed")
-SETTLED = ("closed", "failed", "awaiting_input", "awaiting_outcome")
 DEFAULT_RETRIES = 3  # connection failures, retried by httpx's transport with the same request
 # 429s waited out (Retry-After, at most MAX_RATE_LIMIT_WAIT s each) before RateLimitedError is
 # raised: a POST is safe to send again, it carries the same Idempotency-Key every time.

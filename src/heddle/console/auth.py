@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 from fastapi import Request
 from fastapi.responses import Response
 
-from heddle.api.deps import counting_failures, services
+from heddle import process_services
+from heddle.api.deps import counting_failures
 from heddle.errors import HeddleError
 from heddle.operators import service as operators
 from heddle.operators.service import ActiveSession
@@ -44,7 +45,7 @@ def own_origins(request: Request) -> set[str]:
     address also answers to the other loopback names at its port (a browser on the same machine
     may call it localhost); those origins can only be pages of this server.
     """
-    public = urlsplit(services(request).settings.console_base_url())
+    public = urlsplit(process_services.settings(request).console_base_url())
     origins = {f"{public.scheme}://{public.netloc}".lower()}
     host = (public.hostname or "").lower()
     if host in ("127.0.0.1", "localhost", "::1") and public.port is not None:
@@ -80,14 +81,14 @@ def _unauthenticated(request: Request) -> HeddleError:
 
 async def current_operator(request: Request) -> ConsoleOperator:
     """The signed-in operator (401 console_unauthenticated), CSRF-checked on changes (403 csrf_failed)."""
-    svc = services(request)
+    db = process_services.database(request)
     cookie = request.cookies.get(COOKIE)
     if not cookie:
         raise _unauthenticated(request)
     # A cookie that names no session is a failed authentication, counted per client address
     # like a wrong API key (no cookie at all is an operator who has not signed in yet).
     async with counting_failures(request):
-        async with svc.db.session() as session:
+        async with db.session() as session:
             active: ActiveSession | None = await operators.find_session(session, cookie)
         if active is None:
             raise HeddleError("console_unauthenticated", "The console session expired or ended: sign in again.")
@@ -98,8 +99,8 @@ async def current_operator(request: Request) -> ConsoleOperator:
         if not same_origin(request):
             raise HeddleError("csrf_failed", "Console changes are accepted only from the console's own origin.")
     if active.needs_touch:
-        async with svc.db.transaction() as session:
-            await operators.touch(session, active.id_hash, svc.settings.console_session_ttl)
+        async with db.transaction() as session:
+            await operators.touch(session, active.id_hash, process_services.settings(request).console_session_ttl)
     request.state.operator_id = active.operator_id
     return ConsoleOperator(id=active.operator_id, email=active.email, csrf_token=active.csrf_token,
                            session_hash=active.id_hash)
@@ -112,10 +113,10 @@ def set_session_cookie(request: Request, response: Response, session_id: str) ->
     secure context (checked with Chromium in tests/browser/console_login). Only plain http on
     another host needs HEDDLE_CONSOLE_INSECURE_COOKIE=true (development only).
     """
-    secure = not services(request).settings.console_insecure_cookie
+    secure = not process_services.settings(request).console_insecure_cookie
     response.set_cookie(COOKIE, session_id, path=COOKIE_PATH, httponly=True, samesite="strict", secure=secure)
 
 
 def clear_session_cookie(request: Request, response: Response) -> None:
-    secure = not services(request).settings.console_insecure_cookie
+    secure = not process_services.settings(request).console_insecure_cookie
     response.delete_cookie(COOKIE, path=COOKIE_PATH, httponly=True, samesite="strict", secure=secure)

@@ -12,8 +12,8 @@ from fastapi.responses import JSONResponse
 from heddle.console import routes_agents, routes_credits, routes_runs, routes_workspaces
 from heddle.console.auth import ConsoleOperator, clear_session_cookie, current_operator
 from heddle.console.common import writing
+from heddle.console.login import router as login_router
 from heddle.operators import service as operators
-from heddle.operators.routes import router as login_router
 
 api = APIRouter(prefix="/console/api", include_in_schema=False, dependencies=[Depends(current_operator)])
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Path, Request
 
-from heddle.api.deps import services
 from heddle.console.agent_yaml import agent_yaml
 from heddle.console.auth import ConsoleOperator, current_operator
 from heddle.console.common import ok, reading, success, writing
 from heddle.control import agents as control
+from heddle.loom.deps import model_registry
 
 router = APIRouter()
 WorkspaceId = Path(max_length=40)
@@ -20,7 +20,7 @@ AgentBody = Body(..., description="name, model_class, instructions, tools; or {y
 
 
 def _classes(request: Request) -> list[str]:
-    return services(request).registry.names()
+    return model_registry(request).names()
 
 
 @router.get("/workspaces/{ws}/agents")

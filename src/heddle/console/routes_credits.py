@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Path, Query, Request
 
-from heddle.api.deps import services
 from heddle.console.common import reading, success, writing
 from heddle.console.schemas import GrantCredits
 from heddle.control import credits as control
 from heddle.control import identify as identify_control
+from heddle.identify.charging import identify_charging
 from heddle.identify.schemas import IdentifyRequest
 
 router = APIRouter()
@@ -31,5 +31,5 @@ async def grant_credits(body: GrantCredits, request: Request, ws: str = Workspac
 
 @router.post("/workspaces/{ws}/identify")
 async def identify(body: IdentifyRequest, request: Request, ws: str = WorkspaceId):
-    data = await identify_control.playground(services(request).identify_charging, ws, body)
+    data = await identify_control.playground(identify_charging(request), ws, body)
     return success(data)

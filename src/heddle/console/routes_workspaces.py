@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Path, Request
 
-from heddle.api.deps import services
+from heddle import process_services
 from heddle.console.common import ok, policy, reading, success, writing
 from heddle.console.schemas import CreateConnection, CreateKey, CreateWorkspace, UpdateWorkspace
 from heddle.control import workspaces as control
@@ -33,7 +33,7 @@ def _with_rate_limits(request: Request, data: dict[str, Any]) -> dict[str, Any]:
 
     The stored setting reads "default" when the workspace has none of its own, which tells an
     operator nothing about the limit in force; the server's rule is in its settings."""
-    server = services(request).settings
+    server = process_services.settings(request)
     limits = {}
     for name, default in (("per_key", server.rate_limit_per_key), ("per_subject", server.rate_limit_per_subject)):
         own = data.get(f"rate_limit_{name}")

@@ -37,6 +37,7 @@ from fastapi.responses import Response
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from heddle import process_services
 from heddle.errors import HeddleError
 from heddle.idempotency import store
 from heddle.idempotency.store import Replay, StoredResponse
@@ -54,13 +55,8 @@ class PendingKey:
     fingerprint: str | None = None  # set once the caller is known (claim_key / record_key)
 
 
-def _services(request: Request):
-    # The process's Container (heddle.api.deps.services, without importing the API layer here).
-    return request.app.state.services.get()
-
-
 def _ttl(request: Request) -> dt.timedelta:
-    return dt.timedelta(hours=_services(request).settings.idempotency_ttl_hours)
+    return dt.timedelta(hours=process_services.settings(request).idempotency_ttl_hours)
 
 
 def _read_key(request: Request) -> str | None:
@@ -128,7 +124,7 @@ def idempotent(handler):
             if stored is None:
                 raise
             return _replayed(stored)
-        pause = _services(request).settings.fault_pause_after_commit_s
+        pause = process_services.settings(request).fault_pause_after_commit_s
         if pause:  # crash tests only: the effects are committed, the response not yet sent
             await asyncio.sleep(pause)
         return response
@@ -139,7 +135,7 @@ def idempotent(handler):
 async def _committed_by_another(request: Request, pending: PendingKey) -> StoredResponse | None:
     if pending.workspace_id is None or pending.fingerprint is None:
         return None
-    async with _services(request).database().session() as session:
+    async with process_services.database(request).session() as session:
         return await store.find(session, pending.workspace_id, pending.key, pending.fingerprint, _ttl(request))
 
 
@@ -161,7 +157,7 @@ async def replay_if_seen(request: Request, workspace_id: str, subject: str | Non
         return
     pending.workspace_id = workspace_id
     pending.fingerprint = _fingerprint(request, pending, subject)
-    async with _services(request).database().session() as session:
+    async with process_services.database(request).session() as session:
         stored = await store.find(session, workspace_id, pending.key, pending.fingerprint, _ttl(request))
     if stored is not None:
         raise Replay(stored)

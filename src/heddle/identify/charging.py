@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.requests import HTTPConnection
 
+from heddle import process_services
 from heddle.billing import service as billing
 from heddle.billing.service import InsufficientCredits
 from heddle.db.base import Database
@@ -75,3 +77,8 @@ async def identify_and_charge(svc: IdentifyCharging, *, workspace_id: str, key_i
         async with svc.db.transaction() as session:
             await record(session, data)
     return data, charged
+
+
+def identify_charging(conn: HTTPConnection) -> IdentifyCharging:
+    """The process's Identify with its price, for a route (heddle/process_services.py)."""
+    return process_services.of(conn).identify_charging

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
-from heddle.api.deps import services, workspace_key_auth
+from heddle.api.deps import workspace_key_auth
 from heddle.api.envelope import ok
 from heddle.api.operations import WORKSPACE_KEY, operation
 from heddle.auth.context import AuthContext
 from heddle.idempotency.http import idempotent, record_response, replay_if_seen
-from heddle.identify.charging import identify_and_charge
+from heddle.identify.charging import identify_and_charge, identify_charging
 from heddle.identify.schemas import IdentifyRequest, IdentifyResult
 
 router = APIRouter(prefix="/v1", tags=["identify"])
@@ -34,7 +34,7 @@ async def identify(body: IdentifyRequest, request: Request, auth: AuthContext = 
     async def record(session, result: dict) -> None:
         await record_response(session, request, ok(result))
 
-    data, _ = await identify_and_charge(services(request).identify_charging, workspace_id=auth.workspace_id,
+    data, _ = await identify_and_charge(identify_charging(request), workspace_id=auth.workspace_id,
                                         key_id=auth.key_id, request=body,
                                         balance_hint=auth.workspace.balance_micro, record=record)
     return ok(data)

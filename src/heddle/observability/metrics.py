@@ -12,6 +12,9 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
+from starlette.requests import HTTPConnection
+
+from heddle import process_services
 
 _MODEL_SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160)
 _TTFT_SECONDS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16)
@@ -143,3 +146,8 @@ class _PublisherCounters(Collector):
         for result in self.RESULTS:
             family.add_metric([result], sum(int(getattr(p, result, 0)) for p in self.publishers))
         yield family
+
+
+def process_metrics(conn: HTTPConnection) -> Metrics:
+    """This process's metrics, for a route (heddle/process_services.py)."""
+    return process_services.of(conn).metrics

@@ -14,16 +14,19 @@ import contextlib
 import uuid
 from dataclasses import dataclass, field
 
-from sqlalchemy import insert, select
+from sqlalchemy import String, Uuid, column, insert, select, table
 
 from heddle.db.base import Database, utcnow
-from heddle.loom.models import Run
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.observability.models import RequestLogEntry
 
 log = get_logger(__name__)
 _INSERT = insert(RequestLogEntry.__table__)
+# The two columns of loom's `runs` table the attribution check reads, named as a table clause:
+# the request log sits below loom and must not import its models (docs/architecture.md,
+# "Layers and import contracts"); the column types match heddle.loom.models.Run.
+_RUNS = table("runs", column("id", Uuid), column("workspace_id", String))
 
 
 @dataclass
@@ -112,7 +115,7 @@ class RequestLogWriter:
                 owners: dict[uuid.UUID, str] = {}
                 if claimed:
                     result = await session.execute(
-                        select(Run.id, Run.workspace_id).where(Run.id.in_(claimed))
+                        select(_RUNS.c.id, _RUNS.c.workspace_id).where(_RUNS.c.id.in_(claimed))
                     )
                     owners = dict(result.all())
                 values = []

@@ -29,11 +29,10 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from heddle.loom.deltas import DELTA_EVENT
-from heddle.loom.run_events import PACKED_DELTAS
 from heddle.observability.logging import get_logger
 from heddle.realtime import protocol
 from heddle.realtime.hub import RealtimeHub
+from heddle.runs_vocabulary import DELTA_EVENT, PACKED_DELTAS
 
 log = get_logger(__name__)
 

@@ -8,21 +8,27 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from heddle.api.deps import loom_auth, loom_session, services
+from heddle import process_services
+from heddle.api.deps import loom_auth, loom_session
 from heddle.api.operations import LOOM, operation, raw_request_body
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
 from heddle.loom.queries import visible_thread
 from heddle.realtime.schemas import ChannelAuthEnvelope, RealtimeAuthRequest, RealtimeConfig
+from heddle.realtime.setup import Realtime
 from heddle.realtime.signing import channel_auth, is_valid_socket_id, parse_thread_channel
 
 router = APIRouter(prefix="/v1/loom/realtime", tags=["realtime"])
 
 
+def _realtime(request: Request) -> Realtime:
+    return process_services.of(request).realtime
+
+
 @router.get("/config", summary="Public realtime settings for the client (never a secret)",
             **operation(RealtimeConfig, auth=LOOM, headers=("Service-Subject",)))
 async def realtime_config(request: Request, auth: AuthContext = Depends(loom_auth)):
-    return {"status": "success", "data": services(request).realtime.public_config(auth.workspace.realtime_enabled)}
+    return {"status": "success", "data": _realtime(request).public_config(auth.workspace.realtime_enabled)}
 
 
 def _auth_body(request: Request, raw: bytes) -> tuple[str, str]:
@@ -65,12 +71,12 @@ async def realtime_auth(request: Request):
     async with loom_session(request) as (auth, session):
         auth.require_subject()
         socket_id, channel = _auth_body(request, raw)
-        svc = services(request)
-        if not svc.realtime.enabled(auth.workspace.realtime_enabled):
+        realtime = _realtime(request)
+        if not realtime.enabled(auth.workspace.realtime_enabled):
             raise HeddleError("realtime_disabled")
         try:
             await visible_thread(session, auth, str(parse_thread_channel(channel)))
         except HeddleError:
             raise HeddleError("forbidden", "This caller's subject does not own that thread.") from None
-    signature = channel_auth(svc.realtime.key, svc.realtime.secret, socket_id, channel)
+    signature = channel_auth(realtime.key, realtime.secret, socket_id, channel)
     return JSONResponse({"status": "success", "data": {"auth": signature}, "auth": signature})

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 from typing_extensions import TypeAliasType
 
 from heddle.api.envelope import NullableTimestamp, ReadModel, Timestamp
-from heddle.loom.schemas import RUN_EXAMPLE, Run
 
 WEBHOOK_TYPES = ("run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome")
 # Each enum declared once (one named component, as heddle.loom.schemas does for RunState).
@@ -20,13 +19,13 @@ class WebhookEvent(ReadModel):
     """Signed with `Service-Signature` (as tool calls are, under the webhook secret); the same
     `id` on every retry."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        "id": "evt_5f1c0b7e2a9d4c3b8a716e2f", "type": "run.closed", "created_at": "2026-01-01T12:00:02Z",
-        "data": {**RUN_EXAMPLE, "state": "closed", "terminal": True, "pending": None}}]})
     id: str = Field(description="`evt_…`, the same on every delivery attempt.")
     type: WebhookEventType
     created_at: Timestamp
-    data: Run
+    # The run as `GET /v1/loom/runs/{run_id}` answers it. Not typed here: webhooks sit below
+    # loom and forward the body loom stored (docs/architecture.md, "Layers and import
+    # contracts"); the OpenAPI document points `data` at the Run schema (heddle/api/openapi.py).
+    data: dict[str, Any]
 
 
 class WebhookAttemptRecord(ReadModel):

@@ -66,16 +66,6 @@ def text_lines(data: bytes, encoding: str) -> Iterator[tuple[int, str | None]]:
             yield number, None
 
 
-def decode_lines(data: bytes, encoding: str) -> list[str]:
-    """Split into lines and decode, naming the first line that does not decode."""
-    decoded = []
-    for number, line in text_lines(data, encoding):
-        if line is None:
-            raise ImportFormatError(number, f"not valid {encoding} text")
-        decoded.append(line)
-    return decoded
-
-
 def fit(value: str, limit: int, what: str) -> str:
     """`value` when it fits the column, else a row error."""
     if len(value) > limit:

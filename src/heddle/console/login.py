@@ -11,7 +11,7 @@ import html
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from heddle.api.deps import services
+from heddle import process_services
 from heddle.console.auth import same_origin, set_session_cookie
 from heddle.errors import ERROR_CODES, HeddleError
 from heddle.operators import service
@@ -59,7 +59,7 @@ def _invalid() -> HTMLResponse:
 
 @router.get("/console/login/{token}")
 async def login_page(token: str, request: Request) -> Response:
-    async with services(request).db.session() as session:
+    async with process_services.database(request).session() as session:
         usable = await service.peek_token(session, token)
     if not usable:
         return _invalid()
@@ -75,10 +75,9 @@ async def login(token: str, request: Request) -> Response:
     if not same_origin(request):  # no other site may sign a browser in (login CSRF)
         return _page("Sign-in refused", "<h1>Sign-in refused</h1><p>Error <code>csrf_failed</code>: the "
                      "sign-in did not come from this server's page.</p>", status=403)
-    svc = services(request)
     try:
-        async with svc.db.transaction() as session:
-            opened = await service.consume_token(session, token, svc.settings.console_session_ttl)
+        async with process_services.database(request).transaction() as session:
+            opened = await service.consume_token(session, token, process_services.settings(request).console_session_ttl)
     except HeddleError:
         return _invalid()
     response = RedirectResponse("/console", status_code=303, headers={"Cache-Control": "no-store"})

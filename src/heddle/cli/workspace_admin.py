@@ -1,4 +1,4 @@
-"""Control-plane commands: workspaces, keys, connections, agents and credits.
+"""`heddle workspace|key|connection|agent|credits`: administering workspaces from the command line.
 
 Thin: each command parses its options and calls heddle.control, the service layer the console
 API calls too, so both give the same answers and refuse the same input.

@@ -52,7 +52,7 @@ async def _with_link(s, op, base_url: str) -> dict:
 def create(email: str = EmailOption, database_url: str = DatabaseUrl, as_json: bool = JsonFlag,
            public_url: str = PublicUrlOption):
     """Add an operator and print a one-time login link."""
-    from heddle.cli.control import guarded
+    from heddle.cli.workspace_admin import guarded
 
     base_url = _base_url(public_url)
 
@@ -66,7 +66,7 @@ def create(email: str = EmailOption, database_url: str = DatabaseUrl, as_json: b
 def login_link(email: str = EmailOption, database_url: str = DatabaseUrl, as_json: bool = JsonFlag,
                public_url: str = PublicUrlOption):
     """A new one-time login link for an existing operator."""
-    from heddle.cli.control import guarded
+    from heddle.cli.workspace_admin import guarded
 
     base_url = _base_url(public_url)
 
@@ -79,7 +79,7 @@ def login_link(email: str = EmailOption, database_url: str = DatabaseUrl, as_jso
 @app.command("list")
 def list_(database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     """Every operator, with when it was disabled (if it was)."""
-    from heddle.cli.control import guarded
+    from heddle.cli.workspace_admin import guarded
 
     async def work(s):
         return {"items": [service.operator_dict(op) for op in await service.list_operators(s)]}
@@ -96,7 +96,7 @@ def list_(database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
 @app.command("disable")
 def disable(email: str = EmailOption, database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     """Disable an operator: its sessions end now and its links stop working."""
-    from heddle.cli.control import guarded
+    from heddle.cli.workspace_admin import guarded
 
     async def work(s):
         op = await service.by_email(s, email)
