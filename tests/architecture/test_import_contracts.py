@@ -72,10 +72,10 @@ def test_the_contracts_cover_the_packages_the_issue_names():
     container = contracts["container-at-entry-points"]
     assert container["forbidden_modules"] == ["heddle.container"]
     sources = {m.removeprefix("heddle.") for m in container["source_modules"]}
-    # Everything but the process entry points (serve: app and services; worker: queue.process and
+    # Everything but the process entry points (serve: app and lifespan; worker: queue.process and
     # queue.worker; cli) is forbidden to import the container.
     packages = _top_level()
-    entry_points = {"app", "services", "cli", "queue", "container", "__init__", "__main__"}
+    entry_points = {"app", "lifespan", "cli", "queue", "container", "__init__", "__main__"}
     assert packages - entry_points - {"serving", "deployment", "http_protocol", "connection_limits",
                                       "errors", "ids", "money", "text", "timeutil", "toolhost",
                                       "ttl_cache", "webhookhost", "process_services"} <= sources
