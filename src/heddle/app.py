@@ -22,7 +22,7 @@ from heddle.loom.routes_control import router as loom_control_router
 from heddle.mcp_server import McpEndpoint
 from heddle.observability.logging import configure_logging
 from heddle.realtime.admission import Admission
-from heddle.realtime.routes import router as realtime_router
+from heddle.loom.realtime_routes import router as realtime_router
 from heddle.realtime.server import build_realtime_router
 from heddle.web.routes import router as web_router
 from heddle.webhooks.routes import router as webhooks_router

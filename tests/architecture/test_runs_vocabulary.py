@@ -1,7 +1,7 @@
 """heddle/runs_vocabulary.py names what loom's tables and events name, and nothing else.
 
-Loom takes these names from the vocabulary once the run unit of work rewrites loom/states.py;
-until then this keeps the two in step (and afterwards proves nothing redefines them).
+loom/states.py takes the state and status names from the vocabulary; this proves nothing
+redefines them and that the transition tables move only between named states.
 """
 
 from __future__ import annotations

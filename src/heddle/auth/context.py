@@ -6,7 +6,6 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
 
-from heddle.auth.subjects import canonical_subject
 from heddle.errors import HeddleError
 
 
@@ -45,8 +44,3 @@ class AuthContext:
             raise HeddleError("subject_required", "Relay Loom calls need the Service-Subject header "
                               "(form <channel>:<channel_user_id>).")
         return self.subject
-
-
-def validate_subject(value: str) -> str:
-    """Kept for callers of the old name: the canonical subject (heddle.auth.subjects)."""
-    return canonical_subject(value)

@@ -37,13 +37,6 @@ async def balance_micro(session: AsyncSession, workspace_id: str) -> int:
     return value
 
 
-async def ensure_can_pay(session: AsyncSession, workspace_id: str, amount_micro: int) -> None:
-    """A pre-check (no lock): used before doing paid work; `charge` is the real guard."""
-    current = await balance_micro(session, workspace_id)
-    if current < amount_micro:
-        raise InsufficientCredits(current, amount_micro)
-
-
 async def grant(session: AsyncSession, workspace_id: str, amount_micro: int, *,
                 reason: str = "grant", ref: str | None = None) -> LedgerEntry:
     if amount_micro <= 0:

@@ -18,7 +18,8 @@ from typing import Any
 
 from sqlalchemy import delete, func, or_, select, update
 
-from heddle.auth.context import AuthContext, validate_subject
+from heddle.auth.context import AuthContext
+from heddle.auth.subjects import canonical_subject
 from heddle.billing.models import LedgerEntry
 from heddle.errors import HeddleError
 from heddle.loom import queries as q
@@ -143,7 +144,7 @@ async def delete_subject(work: RunWork, auth: AuthContext, subject: str) -> dict
     """Erasure of a person: every thread of `subject` in the workspace. Relay key only."""
     if auth.mode != "relay":
         raise HeddleError("forbidden", "Erasing a subject needs the workspace key (relay), not a session token.")
-    subject = validate_subject(subject)
+    subject = canonical_subject(subject)
     if auth.subject is not None and auth.subject != subject:
         raise HeddleError("forbidden", "Service-Subject names another subject than the one to erase.")
     thread_ids = list(await work.session.scalars(select(Thread.id).where(

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from typing_extensions import TypeAliasType
 
 from heddle.api.envelope import Credits, NullableTimestamp, ReadModel, Timestamp, UUIDStr
-from heddle.loom.states import CALL_STATUSES
+from heddle.runs_vocabulary import CALL_STATUSES
 
 AgentId = Annotated[str, StringConstraints(pattern=r"^agent_[a-z0-9]{1,60}$")]
 
@@ -19,7 +19,7 @@ AgentId = Annotated[str, StringConstraints(pattern=r"^agent_[a-z0-9]{1,60}$")]
 # plain strings in Python.
 RunState = TypeAliasType(
     "RunState", Literal["queued", "running", "awaiting_input", "awaiting_outcome", "closed", "failed"])
-ToolCallStatus = TypeAliasType("ToolCallStatus", Literal[CALL_STATUSES])  # heddle.loom.states
+ToolCallStatus = TypeAliasType("ToolCallStatus", Literal[CALL_STATUSES])  # heddle.runs_vocabulary
 Interaction = TypeAliasType("Interaction", Literal["auto", "confirm", "approve"])
 Risk = TypeAliasType("Risk", Literal["low", "medium", "high"])
 Reliability = TypeAliasType("Reliability", Literal["idempotent", "at_most_once"])

@@ -34,16 +34,29 @@ from typing import Any
 from heddle.db.base import utcnow
 from heddle.errors import HeddleError
 
-RUNNING = "running"
-AWAITING_INPUT = "awaiting_input"
-AWAITING_OUTCOME = "awaiting_outcome"
-CLOSED = "closed"
-FAILED = "failed"
-# A run created by a message posted with `if_busy: enqueue` while another run is active; it
-# starts (-> running) when the run ahead of it ends. Only callers that enqueue ever see it.
-QUEUED = "queued"
+# The names of the states and statuses live in heddle/runs_vocabulary.py, below every layer, so
+# that the realtime bus and the Python client can say them without importing loom; this module
+# owns what moves a run or a call from one to another. QUEUED: a run created by a message posted
+# with `if_busy: enqueue` while another run is active; it starts (-> running) when the run ahead
+# of it ends. Only callers that enqueue ever see it.
+from heddle.runs_vocabulary import (  # noqa: F401 (re-exported: loom names them from here)
+    AWAITING_INPUT,
+    AWAITING_OUTCOME,
+    CALL_AWAITING_APPROVAL,
+    CALL_AWAITING_OUTCOME,
+    CALL_DECLINED,
+    CALL_FAILED,
+    CALL_PENDING,
+    CALL_RESOLVED,
+    CALL_STATUSES,
+    CALL_SUCCEEDED,
+    CLOSED,
+    FAILED,
+    QUEUED,
+    RUNNING,
+    STATES,
+)
 
-STATES = (QUEUED, RUNNING, AWAITING_INPUT, AWAITING_OUTCOME, CLOSED, FAILED)
 TERMINAL = frozenset({CLOSED, FAILED})
 RUN_INITIAL = frozenset({RUNNING, QUEUED})  # what a new run is inserted as
 # A cancelled run is `failed` with this error code (event "cancel", heddle/loom/cancellation.py).
@@ -114,18 +127,8 @@ def transition_values(state: str, event: str) -> dict:
 
 # -- tool calls ------------------------------------------------------------------------------
 
-CALL_PENDING = "pending"
-CALL_SUCCEEDED = "succeeded"
-CALL_FAILED = "failed"
-CALL_AWAITING_OUTCOME = "awaiting_outcome"
-CALL_RESOLVED = "resolved"
-
-# interaction: approve (loom/approvals.py): a call waits for a person before it is made.
-CALL_AWAITING_APPROVAL = "awaiting_approval"
-CALL_DECLINED = "declined"
-
-CALL_STATUSES = (CALL_PENDING, CALL_SUCCEEDED, CALL_FAILED, CALL_AWAITING_OUTCOME, CALL_RESOLVED,
-                 CALL_AWAITING_APPROVAL, CALL_DECLINED)
+# CALL_AWAITING_APPROVAL (interaction: approve, loom/approvals.py): a call waits for a person
+# before it is made; CALL_DECLINED: the person said no.
 CALL_FINAL = frozenset({CALL_SUCCEEDED, CALL_FAILED, CALL_RESOLVED, CALL_DECLINED})
 # What a new call is inserted as: pending, failed (an unknown tool) or awaiting a person's approval.
 CALL_INITIAL = frozenset({CALL_PENDING, CALL_FAILED, CALL_AWAITING_APPROVAL})

@@ -1,4 +1,5 @@
-"""`GET /v1/loom/realtime/config` and `POST /v1/loom/realtime/auth` (Pusher channel authorization)."""
+"""`GET /v1/loom/realtime/config` and `POST /v1/loom/realtime/auth` (Pusher channel authorization):
+loom's routes for realtime (they ask loom who may see a thread), over heddle/realtime's signing."""
 
 from __future__ import annotations
 
