@@ -195,7 +195,7 @@ function ToolCall({ call }: { call: Obj }) {
     <div class="toolcall" aria-label={`Tool call ${call.name}`}>
       <div class="tc-head">
         <span class="tc-name">{call.name}</span>
-        {call.kind && call.kind !== "hosted" && <span class="badge" title="What carried the call out">{KIND_WORDS[call.kind] || call.kind}</span>}
+        {call.kind && call.kind !== "hosted" && <span class="muted small tc-kind" title="What carried the call out">{KIND_WORDS[call.kind] || call.kind}</span>}
         <Badge value={call.status} />
         <span class="muted small">{[call.interaction, call.risk && `${call.risk} risk`, call.reliability].filter(Boolean).join(" · ")}</span>
         <span class="small"><strong>{credits(call.cost_credits)}</strong> credits</span>
