@@ -51,6 +51,19 @@ def test_listed_and_called_with_the_subjects_token_and_signature(http, tenant, b
     assert len(billing.seen.rpc("tools/list")) == listed
 
 
+def test_a_server_that_cannot_verify_the_signature_refuses_every_request(http, tenant, billing):
+    # The workspace's request secret rotates; the server still holds the old one. Direct mode
+    # (the caller's own token), so that no mint is asked: only the MCP server can refuse.
+    tenant.update(rotate_request_secret=True)
+    h = {"Authorization": f"Bearer {billing.mint.mint_token('u_alice')}"}
+    thread = open_thread(http, h, agent(tenant, {"mcp": "billing"}))
+    run_id = post(http, h, thread, 'call: get_balance {"account": "A-1"}')["run_id"]
+    run = wait_run(http, h, run_id, states=("closed", "failed"))
+    assert run["state"] == "failed" and run["error"]["code"] == "tools_unavailable", run
+    assert "HTTP 401" in run["error"]["message"]
+    assert billing.seen.requests == []  # the verifier answered before the MCP server saw anything
+
+
 def test_destructive_tool_asks_for_approval_by_annotation(http, tenant, billing):
     agent_id = agent(tenant, {"mcp": "billing", "tools": ["send_transfer", "get_balance"]})
     h, run_id, run = start(http, tenant, agent_id, 'call: send_transfer {"amount": 5, "to": "B-2"}')
