@@ -117,10 +117,13 @@ class McpTool:
             if wanted == "*" or t.name in wanted
         ]
 
-    async def _connection(self, run: Run, ref: str | uuid.UUID) -> tuple[Connection | None, Workspace]:
+    async def _connection(self, run: Run, ref: str | uuid.UUID | None) -> tuple[Connection | None, Workspace]:
+        """The run's workspace and its MCP connection `ref` (a name, or a call's stored id)."""
         async with self.svc.hosted.db.session() as session:
             workspace = await session.get(Workspace, run.workspace_id)
-            if isinstance(ref, uuid.UUID):
+            if ref is None:
+                connection = None
+            elif isinstance(ref, uuid.UUID):
                 connection = await session.get(Connection, ref)
             else:
                 connection = await resolve_connection(session, run.workspace_id, ref)
@@ -130,7 +133,7 @@ class McpTool:
 
     async def execute(self, run: Run, call: ToolCall, definition: dict[str, Any], fence: Fence) -> ToolExecution:
         # The call names its connection from the turn that made it (`connection_id`).
-        connection, workspace = await self._connection(run, call.connection_id) if call.connection_id else (None, None)
+        connection, workspace = await self._connection(run, call.connection_id)
         if connection is None:
             return failed("connection_required", f"Cannot call {call.name}: its MCP connection no longer exists.")
         try:
