@@ -20,7 +20,8 @@ from heddle.loom.channels import payload
 from heddle.loom.schemas import Run, Trace
 
 T = "2026-01-01T12:00:00.123456Z"
-CALL = {"id": "7c1d2e3f-1111-4a2b-9c3d-4e5f6a7b8c9d", "name": "transfer", "patch_ref": "tr_1", "interaction": "confirm",
+CALL = {"id": "7c1d2e3f-1111-4a2b-9c3d-4e5f6a7b8c9d", "name": "transfer", "kind": "hosted", "patch_ref": "tr_1",
+        "interaction": "confirm",
         "status": "awaiting_outcome", "args": {"amount": 5}, "result": {"patch_ref": "tr_1", "status": "pending"},
         "risk": "high", "reliability": "at_most_once", "cost_credits": 0.01, "outcome": None, "approval": None,
         "nul_replaced": 0}

@@ -103,6 +103,9 @@ class Settings(BaseSettings):
     run_lease_seconds: float = Field(default=30.0, ge=0.5)
     run_sweep_seconds: float = Field(default=10.0, ge=0.1)
     tool_call_price_credits: float = Field(default=0.0, ge=0)
+    # How long an MCP server's tool list is trusted (per connection and subject) before a run
+    # lists it again; a `list_changed` notification drops it sooner (heddle/loom/tools/mcp.py).
+    mcp_tools_ttl_seconds: float = Field(default=300.0, gt=0)
     # How often the retention pruner erases threads idle past their workspace's retention_days (0 = never).
     retention_sweep_seconds: float = Field(default=3600.0, ge=0)
     sse_heartbeat_seconds: float = Field(default=15.0, gt=0)  # GET /runs/{id}/events: comment line when idle

@@ -29,11 +29,13 @@ from heddle.loom.run_events import RunEventLog, sent_by_database
 from heddle.loom.tools import ToolKinds
 from heddle.loom.tools.hosted import HostedTool, HostedTools
 from heddle.loom.tools.identify import IdentifyTool
+from heddle.loom.tools.mcp import McpServers, McpTool
 from heddle.loom.unit_of_work import RunSubmitter, RunUnitOfWork, publish_to
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.observability.request_log import RequestLogWriter
 from heddle.observability.retention import RequestLogPruner
+from heddle.outbound.mcp import McpClient
 from heddle.outbound.token_cache import SubjectTokenCache
 from heddle.ratelimit.limiter import RateLimiter
 from heddle.realtime.bus import BusPublisher, database_settings
@@ -174,7 +176,9 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     if events is not None:
         uow.on_commit(publish_to(uow, events))
     # The tool kinds runs can call (heddle/loom/tools/): a new kind is one more entry here.
-    tools = ToolKinds(IdentifyTool(charging, request_log), HostedTool(hosted, uow))
+    # MCP first: an expanded `mcp:` entry has a name, which the hosted kind would claim too.
+    mcp = McpServers(hosted, McpClient(outbound, ttl=s.mcp_tools_ttl_seconds))
+    tools = ToolKinds(IdentifyTool(charging, request_log), McpTool(mcp, uow), HostedTool(hosted, uow))
     engine = RunEngine(db, s, registry, tools, lambda: events, metrics, run_events=run_events, uow=uow)
     webhooks: WebhookDispatcher | None = None
     if s.webhook_dispatcher:  # every process may run one: deliveries are claimed under a lease

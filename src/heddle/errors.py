@@ -74,6 +74,8 @@ RUN_ERROR_CODES: dict[str, str] = {
     "tool_error": "A tool failed in a way the run could not continue from.",
     "connection_required": "The agent needs a connection for an unpinned tool and none was given.",
     "mint_failed": "The workspace mint_url did not return a usable subject token.",
+    "tools_unavailable": "An MCP server's tools could not be listed for the run, or it no longer lists one the agent names.",
+    "tool_name_clash": "Two of the agent's tools have one name (an MCP server listed a name another tool has).",
     "cancelled": "The run was cancelled (POST /v1/loom/runs/{id}/cancel, or interrupted by a newer message).",
     "internal_error": "Unexpected engine error.",
 }

@@ -88,7 +88,7 @@ def test_identify_over_mcp_answers_like_the_api_and_is_billed_once(served):
             ],
         )
     )
-    assert [t.name for t in tools] == ["identify"]
+    assert [t.name for t in tools] == ["identify", "get_run_trace"]
     assert tools[0].input_schema["properties"]["identifier"]["type"] == "string"
     assert tools[0].annotations.read_only_hint is True
     assert not found.is_error and found.structured_content["result"] == "identified"

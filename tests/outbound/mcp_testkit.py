@@ -110,15 +110,22 @@ def _replay(body: bytes, receive: Any) -> Any:
 class McpTestServer(ServerThread):
     """The server in a uvicorn thread, with its lifespan (the SDK's session manager runs there)."""
 
-    def __init__(self, jwks: dict[str, Any], host: str = "127.0.0.2"):
+    def __init__(
+        self,
+        jwks: dict[str, Any],
+        host: str = "127.0.0.2",
+        *,
+        request_secret: str = REQUEST_SECRET,
+        audience: str = AUDIENCE,
+    ):
         self.seen = Seen()
         self.mcp = build_server(self.seen)
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         inner = self.mcp.streamable_http_app(transport_security=security)
         app = ToolHostVerifier(
             _Recording(_DroppingSse(inner), self.seen),
-            request_secret=REQUEST_SECRET,
-            audience=AUDIENCE,
+            request_secret=request_secret,
+            audience=audience,
             jwks=jwks,
             replay_cache=ReplayCache(),
         )

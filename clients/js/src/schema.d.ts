@@ -1198,6 +1198,11 @@ export interface components {
             /** Name */
             name: string;
             /**
+             * Kind
+             * @description What carried the call out: `hosted` (a signed-HTTP tool), `mcp` (a tool of an MCP server), `identify`, `ask` (ask_user), `unknown` (no such tool).
+             */
+            kind: string;
+            /**
              * Patch Ref
              * @description The tool host's own reference for the side effect it started.
              */

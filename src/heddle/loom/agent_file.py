@@ -69,19 +69,70 @@ class HostedTool(BaseModel):
         return v
 
 
+class McpToolSettings(BaseModel):
+    """Heddle's settings for one tool of an MCP server; what is left out, its annotations decide."""
+
+    model_config = ConfigDict(extra="forbid")
+    interaction: Interaction | None = None
+    risk: Risk | None = None
+    reliability: Reliability | None = None
+
+
+_ToolName = Annotated[str, Field(pattern=_TOOL_NAME)]
+
+
+class McpTools(BaseModel):
+    """The tools of an MCP server (a connection of kind `mcp`) the agent may use, by their own names.
+
+    The server's list is read when a run needs it (heddle/loom/tools/mcp.py), not here: only the
+    names this entry writes down can be checked when the agent is saved.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    mcp: Annotated[str, Field(min_length=1, max_length=200)]  # the connection's name (or id)
+    tools: Literal["*"] | Annotated[list[_ToolName], Field(min_length=1, max_length=64)] = "*"
+    settings: dict[_ToolName, McpToolSettings] = Field(default_factory=dict, max_length=64)
+
+    @model_validator(mode="after")
+    def _settings_for_listed_tools(self) -> McpTools:
+        if ASK_USER_TOOL in self.named():
+            raise ValueError(f"{ASK_USER_TOOL!r} is reserved for a built-in tool")
+        if self.tools != "*":
+            if len(set(self.tools)) != len(self.tools):
+                raise ValueError("tools: a tool is listed twice")
+            if extra := sorted(set(self.settings) - set(self.tools)):
+                raise ValueError(f"settings: {', '.join(map(repr, extra))} not in this entry's tools")
+        return self
+
+    def named(self) -> list[str]:
+        """The tool names this entry writes down (its list, else its settings' keys)."""
+        return list(self.settings) if self.tools == "*" else list(self.tools)
+
+
 def _tool_kind(value: Any) -> str:
-    """A tool entry is a built-in when it says `builtin:`; anything else is read as a hosted tool.
+    """A tool entry is a built-in when it says `builtin:`, an MCP server's tools when it says
+    `mcp:`; anything else is read as a hosted tool.
 
     Choosing first (rather than trying both shapes) gives one error about the entry the author
     meant: `{builtin: identfy}` is "tools.0.builtin: Input should be 'identify'", not two
     failures, one of them about a hosted tool the author never wrote."""
     data = value if isinstance(value, dict) else getattr(value, "__dict__", {})
-    return _BUILTIN_TAG if "builtin" in data else _HOSTED_TAG
+    return _BUILTIN_TAG if "builtin" in data else _MCP_TAG if "mcp" in data else _HOSTED_TAG
 
 
-_BUILTIN_TAG, _HOSTED_TAG = "builtin-tool", "hosted-tool"
-ToolEntry = Annotated[Annotated[BuiltinTool, Tag(_BUILTIN_TAG)] | Annotated[HostedTool, Tag(_HOSTED_TAG)],
-                      Discriminator(_tool_kind)]
+_BUILTIN_TAG, _HOSTED_TAG, _MCP_TAG = _TAGS = "builtin-tool", "hosted-tool", "mcp-tools"
+ToolEntry = Annotated[
+    Annotated[BuiltinTool, Tag(_BUILTIN_TAG)]
+    | Annotated[HostedTool, Tag(_HOSTED_TAG)]
+    | Annotated[McpTools, Tag(_MCP_TAG)],
+    Discriminator(_tool_kind),
+]
+
+
+def _names(tool: BuiltinTool | HostedTool | McpTools) -> list[str]:
+    if isinstance(tool, BuiltinTool):
+        return [tool.builtin]
+    return tool.named() if isinstance(tool, McpTools) else [tool.name]
 
 
 class AgentFile(BaseModel):
@@ -93,13 +144,24 @@ class AgentFile(BaseModel):
 
     @model_validator(mode="after")
     def _unique_names(self) -> AgentFile:
-        seen: set[str] = set()
-        for tool in self.tools:
-            name = tool.builtin if isinstance(tool, BuiltinTool) else tool.name
-            if name in seen:
-                raise ValueError(f"tools: {name!r} is listed twice")
-            seen.add(name)
+        """Each name the file writes down is one tool's: an MCP server's names included (a name
+        only its server lists, under `tools: "*"`, is checked when a run reads that list)."""
+        seen: dict[str, int] = {}
+        connections: set[str] = set()
+        for i, tool in enumerate(self.tools):
+            if isinstance(tool, McpTools):
+                if tool.mcp in connections:
+                    raise ValueError(f"tools.{i}.mcp: connection {tool.mcp!r} is named twice")
+                connections.add(tool.mcp)
+            for name in _names(tool):
+                if name in seen:
+                    where = "twice" if seen[name] == i else f"in tools.{seen[name]} and tools.{i}"
+                    raise ValueError(f"tools: {name!r} is listed {where}")
+                seen[name] = i
         return self
+
+    def mcp_entries(self) -> list[tuple[int, McpTools]]:
+        return [(i, tool) for i, tool in enumerate(self.tools) if isinstance(tool, McpTools)]
 
     def tool_dicts(self) -> list[dict[str, Any]]:
         return [_tool_dict(t) for t in self.tools]
@@ -113,13 +175,13 @@ def field_path(loc: tuple[Any, ...]) -> str:
     """`tools.0.risk` from pydantic's location, without its own steps (the union's tags and
     validator names such as `function-after[_rule_needs_approve(), HostedTool]`), which mean
     nothing to an author. The CLI, the console and the API name fields this one way."""
-    return ".".join(str(p) for p in loc if not (isinstance(p, str) and ("[" in p or p in (_BUILTIN_TAG, _HOSTED_TAG))))
+    return ".".join(str(p) for p in loc if not (isinstance(p, str) and ("[" in p or p in _TAGS)))
 
 
 def field_message(error: Any) -> str:
     """Pydantic's message for one error, in the author's words, with the bad value when short."""
     if error["type"] == "model_type":  # not a mapping at all
-        return "each tool is a mapping: `builtin: identify`, or name, description and path"
+        return "each tool is a mapping: `builtin: identify`, `mcp: CONNECTION`, or name, description and path"
     message = error["msg"].removeprefix("Value error, ")
     if message.startswith("Input should be") and error.get("input") is not None and len(repr(error["input"])) < 60:
         message = f"{message} (got {error['input']!r})"
@@ -154,7 +216,9 @@ def load_agent_file(path: str | Path) -> AgentFile:
     return parse_agent_file(text, filename=p.name)
 
 
-def _tool_dict(tool: BuiltinTool | HostedTool) -> dict[str, Any]:
+def _tool_dict(tool: BuiltinTool | HostedTool | McpTools) -> dict[str, Any]:
+    if isinstance(tool, McpTools):  # stored as written: settings the author left out stay out
+        return tool.model_dump(exclude_none=True)
     data = tool.model_dump()
     if data.get("approve_when", "absent") is None:
         del data["approve_when"]  # agents stored before approvals keep their exact shape

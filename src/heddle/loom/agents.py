@@ -31,6 +31,14 @@ async def _check(session: AsyncSession, workspace_id: str, spec: AgentFile,
             if await resolve_connection(session, workspace_id, tool.connection) is None:
                 raise AgentFileError(f"tools.{i}.connection: no connection {tool.connection!r} in "
                                      f"workspace {workspace_id}; create it first")
+    for i, entry in spec.mcp_entries():
+        connection = await resolve_connection(session, workspace_id, entry.mcp)
+        if connection is None:
+            raise AgentFileError(f"tools.{i}.mcp: no connection {entry.mcp!r} in workspace {workspace_id}; "
+                                 "create it first (--kind mcp)")
+        if connection.kind != "mcp":
+            raise AgentFileError(f"tools.{i}.mcp: connection {entry.mcp!r} is of kind {connection.kind}, "
+                                 "not mcp; name an MCP server's connection here")
 
 
 def _version_row(agent: Agent, created_by: str | None) -> AgentVersion:
@@ -85,7 +93,7 @@ async def list_agents(session: AsyncSession, workspace_id: str) -> list[Agent]:
 
 
 def has_unpinned_hosted_tools(agent: Agent) -> bool:
-    return any("builtin" not in t and not t.get("connection") for t in agent.tools)
+    return any("builtin" not in t and "mcp" not in t and not t.get("connection") for t in agent.tools)
 
 
 def agent_dict(agent: Agent) -> dict[str, Any]:

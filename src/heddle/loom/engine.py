@@ -46,7 +46,7 @@ from heddle.loom.states import (
     RUNNING,
     StaleExecutor,
 )
-from heddle.loom.tools import ToolKinds
+from heddle.loom.tools import ToolKinds, Toolset, ToolsUnavailable
 from heddle.loom.unit_of_work import RunUnitOfWork
 from heddle.loom.views import render_run
 from heddle.observability.logging import get_logger
@@ -172,7 +172,11 @@ class RunEngine:
             raise RunFailure("model_not_configured",
                              f"Model class {agent.model_class!r} is not configured on this server.") from None
         provider = self.registry.provider_for(model_class)
-        specs = self.tools.specs(agent)
+        try:  # an MCP server's tools are listed now (cached), for this run's subject
+            toolset = await self.tools.offered(run, agent)
+        except ToolsUnavailable as exc:
+            raise RunFailure(exc.code, exc.message) from None
+        specs = toolset.specs()
         # A turn costs at most its input (estimated from characters) plus max_tokens of output.
         est_in = sum(len(m.content or "") for m in conversation) // 3 + 50
         worst = cost_micro(model_class, est_in, model_class.max_tokens)
@@ -236,18 +240,19 @@ class RunEngine:
                 await advance_queue(work, run.thread_id)  # the thread's next queued run
             else:
                 seq = max((tc.seq for tc in calls), default=0)
-                await work.insert_tool_calls([self._new_tool_call(run, agent, turn_id, seq + i, call)
+                await work.insert_tool_calls([self._new_tool_call(run, toolset, turn_id, seq + i, call)
                                               for i, call in enumerate(response.tool_calls, start=1)])
             work.first[run.id] = deltas  # the reply's deltas are stored ahead of its message
         return not finish
 
-    def _new_tool_call(self, run: Run, agent: Agent, turn_id: uuid.UUID, seq: int, call) -> dict[str, Any]:
-        definition = self.tools.definition(agent, call.name)
+    def _new_tool_call(self, run: Run, toolset: Toolset, turn_id: uuid.UUID, seq: int, call) -> dict[str, Any]:
+        definition = toolset.definition(call.name)
         now = utcnow()
         tc = dict(id=uuid.uuid4(), run_id=run.id, turn_id=turn_id, seq=seq, model_call_id=call.id, name=call.name,
                   args=call.arguments or {}, status=CALL_PENDING, attempts=[], cost_micro=0, result=None,
                   kind=definition["kind"] if definition else "unknown", interaction="auto", risk="low",
-                  reliability="idempotent", connection_id=None, patch_ref=None, outcome_state=None,
+                  reliability="idempotent", connection_id=definition and definition.get("connection_id"),
+                  patch_ref=None, outcome_state=None,
                   outcome_detail=None, outcome_at=None, fed_back=False, approval=None, created_at=now,
                   updated_at=now)
         if definition is None:

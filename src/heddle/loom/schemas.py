@@ -116,6 +116,8 @@ class ToolCall(ReadModel):
 
     id: UUIDStr
     name: str
+    kind: str = Field(description="What carried the call out: `hosted` (a signed-HTTP tool), `mcp` (a tool of "
+                                  "an MCP server), `identify`, `ask` (ask_user), `unknown` (no such tool).")
     patch_ref: str | None = Field(description="The tool host's own reference for the side effect it started.")
     interaction: Interaction = Field(description="`confirm`: the run awaits an outcome; `approve`: it awaits "
                                                  "the caller's approval before the call.")

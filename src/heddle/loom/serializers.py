@@ -26,7 +26,7 @@ def tool_call_dict(tc: ToolCall) -> dict[str, Any]:
         outcome = {"state": tc.outcome_state, "detail": tc.outcome_detail or {},
                    "created_at": iso(tc.outcome_at)}
     return {
-        "id": str(tc.id), "name": tc.name, "patch_ref": tc.patch_ref, "interaction": tc.interaction,
+        "id": str(tc.id), "name": tc.name, "kind": tc.kind, "patch_ref": tc.patch_ref, "interaction": tc.interaction,
         "status": tc.status, "args": tc.args or {}, "result": tc.result, "risk": tc.risk,
         "reliability": tc.reliability, "cost_credits": to_credits(tc.cost_micro), "outcome": outcome,
         "approval": tc.approval,  # interaction: approve — required?, who answered, when, why

@@ -1,4 +1,4 @@
-"""`/mcp`: Identify as a Model Context Protocol tool, for clients holding a workspace key.
+"""`/mcp`: Identify, and Loom's read-only calls, as Model Context Protocol tools for a workspace key.
 
 The protocol is the official `mcp` SDK's low-level server over Streamable HTTP, in stateless
 JSON mode: every POST is answered on its own, so any `heddle serve` process (and any worker
@@ -11,6 +11,10 @@ validates it with the same model, and bills through the same `identify_and_charg
 `identified` result costs a credit. Its structured result is the HTTP API's `data`; an error
 (bad arguments, no credits) is a tool error whose structured content is the API's error
 envelope, so a model can read the code and the fields to fix.
+
+`get_run_trace` is `GET /v1/loom/runs/{id}/trace` for the key's workspace (a key sees every run
+of its workspace, as a relay call without `Service-Subject` does): another workspace's run, or
+none, is the API's `not_found`, never a hint that it exists. It is free, like the HTTP read.
 """
 
 from __future__ import annotations
@@ -36,12 +40,16 @@ from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
 from heddle.identify.charging import IdentifyCharging, identify_and_charge
 from heddle.identify.schemas import IdentifyRequest, IdentifyResult
+from heddle.loom import views
+from heddle.loom.schemas import Trace
+from heddle.process_services import database
 
 
 @dataclass(frozen=True)
 class _Caller:
     auth: AuthContext
     charging: IdentifyCharging
+    request: Request  # its database, for the read-only Loom tools
 
 
 # The authenticated caller of the HTTP request being served; the SDK runs the tool in a task
@@ -60,19 +68,38 @@ IDENTIFY_TOOL = types.Tool(
     output_schema=IdentifyResult.model_json_schema(),
     annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
 )
+TRACE_TOOL = types.Tool(
+    name="get_run_trace",
+    title="A run's trace",
+    description=(
+        "A Loom run of this workspace with its turns, tool calls (name, kind, arguments, result, "
+        "approval, outcome, credits) and attributed API calls: GET /v1/loom/runs/{run_id}/trace."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"run_id": {"type": "string", "format": "uuid", "description": "The run's id."}},
+        "required": ["run_id"],
+        "additionalProperties": False,
+    },
+    output_schema=Trace.model_json_schema(),
+    annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+)
+TOOLS = [IDENTIFY_TOOL, TRACE_TOOL]
 # Stateless and answered over plain HTTP: a browser cannot use a workspace key here anyway
 # (the relay check refuses a secret sent with an Origin), so no Host/Origin allow-list.
 _TRANSPORT = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 async def _list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[IDENTIFY_TOOL])
+    return types.ListToolsResult(tools=TOOLS)
 
 
 async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    caller = _CALLER.get()
+    if params.name == TRACE_TOOL.name:
+        return await _trace(caller, params.arguments or {})
     if params.name != IDENTIFY_TOOL.name:
         raise _unknown_tool(params.name)
-    caller = _CALLER.get()
     try:
         body = IdentifyRequest.model_validate(params.arguments or {})
         data, _ = await identify_and_charge(
@@ -88,6 +115,22 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
         return _tool_error(err)
     # The HTTP API's `data`, serialized as its response model does (unknown fields omitted).
     result = IdentifyResult.model_validate(data).model_dump(mode="json", by_alias=True, exclude_none=True)
+    return _answer(result)
+
+
+async def _trace(caller: _Caller, arguments: dict[str, Any]) -> types.CallToolResult:
+    run_id = arguments.get("run_id")
+    if not isinstance(run_id, str) or set(arguments) != {"run_id"}:
+        return _tool_error(HeddleError("invalid_request", "arguments: exactly `run_id`, a run's id (a UUID)."))
+    try:
+        async with database(caller.request).session() as session:
+            data = await views.get_trace(session, caller.auth, run_id)
+    except HeddleError as err:  # not_found: none, or another workspace's
+        return _tool_error(err)
+    return _answer(Trace.model_validate(data).model_dump(mode="json", by_alias=True))
+
+
+def _answer(result: dict[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(text=_json(result))], structured_content=result, is_error=False
     )
@@ -106,7 +149,7 @@ def _tool_error(err: HeddleError) -> types.CallToolResult:
 
 
 def _unknown_tool(name: str) -> MCPError:
-    return MCPError(types.INVALID_PARAMS, f"Unknown tool {name!r}: this server has `identify`.")
+    return MCPError(types.INVALID_PARAMS, f"Unknown tool {name!r}: this server has `identify` and `get_run_trace`.")
 
 
 def _json(value: Any) -> str:
@@ -124,7 +167,7 @@ class McpEndpoint:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         request = Request(scope, receive)
         auth = await workspace_key_auth(request)  # HeddleError -> the API's envelope (401, 429, …)
-        token = _CALLER.set(_Caller(auth, services(request).identify_charging))
+        token = _CALLER.set(_Caller(auth, services(request).identify_charging, request))
         try:
             # Stateless: a manager per request is a transport per request, which the SDK makes
             # anyway in this mode; its run() scope is this request's.

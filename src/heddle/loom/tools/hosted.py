@@ -43,8 +43,9 @@ class HostedTools:
     price_micro: int
 
 
-async def _subject_token(svc: HostedTools, run: Run, workspace: Workspace) -> str:
-    """Direct runs use the token that posted the message while it is valid; then (and in relay) mint."""
+async def subject_token(svc: HostedTools, run: Run, workspace: Workspace) -> str:
+    """The subject's session token for the caller's servers (hosted tools, MCP servers): direct
+    runs use the token that posted the message while it is valid; then (and in relay) mint."""
     if (run.auth_mode == "direct" and run.session_token and run.session_token_expires_at
             and run.session_token_expires_at - utcnow() > SESSION_TOKEN_MARGIN):
         return run.session_token
@@ -101,7 +102,7 @@ async def _call(svc: HostedTools, uow: RunUnitOfWork, run: Run, call: ToolCall, 
         what = f"pinned connection {pinned!r} no longer exists" if pinned else "no connection was named for this run"
         return failed("connection_required", f"Cannot call {call.name}: {what}.")
     try:
-        token = await _subject_token(svc, run, workspace)
+        token = await subject_token(svc, run, workspace)
     except MintError as exc:
         return failed(exc.code, f"Could not get a subject token from the workspace mint_url: {exc.message}",
                        connection.id)

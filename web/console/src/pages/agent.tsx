@@ -43,8 +43,21 @@ const WORDS: Record<string, Record<string, string>> = {
   reliability: { idempotent: "safe to retry", non_idempotent: "never retried" },
 };
 
+// An `mcp:` entry: which of its server's tools the agent may use, and the settings the file gives
+// (what it leaves out, the server's annotations decide when a run lists the tools).
+function McpDetails({ tool }: { tool: Obj }) {
+  const rows: [string, ComponentChildren][] = [
+    ["Tools", tool.tools === "*" || !tool.tools ? "every tool the server lists" : <span class="mono">{tool.tools.join(", ")}</span>],
+  ];
+  for (const [name, settings] of Object.entries((tool.settings || {}) as Record<string, Obj>)) {
+    rows.push([name, Object.entries(settings).map(([k, v]) => WORDS[k]?.[v as string] || `${k}: ${v}`).join(" · ")]);
+  }
+  return <dl class="kv">{rows.map(([k, v]) => <div key={k}><dt>{k}</dt><dd>{v}</dd></div>)}</dl>;
+}
+
 function ToolDetails({ tool }: { tool: Obj }) {
   if (tool.builtin) return <span class="muted">Built into Heddle.</span>;
+  if (tool.mcp) return <McpDetails tool={tool} />;
   const rows: [string, ComponentChildren][] = [];
   if (tool.description) rows.push(["Does", tool.description]);
   rows.push(["Parameters", <Parameters schema={tool.parameters} />]);
@@ -98,7 +111,8 @@ export function AgentPage({ ws, agent }: { ws: string; agent: string }) {
               <table class="table" aria-label="Tools">
                 <thead><tr><th scope="col">Tool</th><th scope="col">Kind</th><th scope="col">Details</th></tr></thead>
                 <tbody>{data.tools.map((t: Obj, i: number) => (
-                  <tr key={i}><td class="mono">{t.name || t.builtin}</td><td>{t.builtin ? "built-in" : "hosted"}</td>
+                  <tr key={i}><td class="mono">{t.name || t.builtin || t.mcp}</td>
+                    <td>{t.builtin ? "built-in" : t.mcp ? "MCP server" : "hosted"}</td>
                     <td><ToolDetails tool={t} /></td></tr>))}
                 </tbody>
               </table>

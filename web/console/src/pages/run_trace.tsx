@@ -186,12 +186,16 @@ function Turn({ turn }: { turn: Obj }) {
   );
 }
 
+// A tool call's kind, when it is not the default signed-HTTP tool.
+const KIND_WORDS: Record<string, string> = { mcp: "MCP", identify: "built-in", ask: "question", unknown: "unknown tool" };
+
 function ToolCall({ call }: { call: Obj }) {
   const attempts: Obj[] = call.attempts || [];
   return (
     <div class="toolcall" aria-label={`Tool call ${call.name}`}>
       <div class="tc-head">
         <span class="tc-name">{call.name}</span>
+        {call.kind && call.kind !== "hosted" && <span class="muted small tc-kind" title="What carried the call out">{KIND_WORDS[call.kind] || call.kind}</span>}
         <Badge value={call.status} />
         <span class="muted small">{[call.interaction, call.risk && `${call.risk} risk`, call.reliability].filter(Boolean).join(" · ")}</span>
         <span class="small"><strong>{credits(call.cost_credits)}</strong> credits</span>
@@ -213,6 +217,7 @@ function ToolCall({ call }: { call: Obj }) {
               {a.started_at && <span>{clock(a.started_at)} </span>}
               {a.duration_ms !== undefined && <span class="muted">· {a.duration_ms} ms </span>}
               {a.http_status !== undefined && <span>· HTTP <StatusCode status={a.http_status} /> </span>}
+              {a.mcp_status !== undefined && <span>· MCP {a.mcp_status.replace("_", " ")} </span>}
               {a.in_flight && <span class="badge badge-amber">in flight</span>}
               {a.error && <span class="neg-text">· {a.error.message || a.error.code || JSON.stringify(a.error)}</span>}
             </li>
