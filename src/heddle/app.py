@@ -17,12 +17,12 @@ from heddle.deployment import check_deployment
 from heddle.identify.routes import router as identify_router
 from heddle.lifespan import AppServices
 from heddle.loom.events_routes import router as loom_events_router
+from heddle.loom.realtime_routes import router as realtime_router
 from heddle.loom.routes import router as loom_router
 from heddle.loom.routes_control import router as loom_control_router
 from heddle.mcp_server import McpEndpoint
 from heddle.observability.logging import configure_logging
 from heddle.realtime.admission import Admission
-from heddle.loom.realtime_routes import router as realtime_router
 from heddle.realtime.server import build_realtime_router
 from heddle.web.routes import router as web_router
 from heddle.webhooks.routes import router as webhooks_router
