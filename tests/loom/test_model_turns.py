@@ -13,7 +13,9 @@ import pytest
 from llmock.scenarios import Reply, ToolCall
 
 from support.loom import open_thread, post, wait_run
+from support.processes import serve_process
 from support.server import LiveServer
+from support.sse import collect
 from support.tenants import make_tenant
 
 ANSWER = "Your balance is 42 euros."
@@ -97,3 +99,42 @@ def test_a_reply_cut_off_in_its_tool_calls_fails_the_run(remote, llmock):
     assert turn["response"]["heddle_dropped_tool_calls"] == 1
     assert turn["cost_credits"] > 0 and trace["cost_credits"] == turn["cost_credits"]
 
+
+@pytest.mark.slow
+def test_a_retried_stream_resets_its_text_on_the_sse_stream_of_a_real_server(tmp_path, llmock):
+    """`heddle serve` as a subprocess: llmock cuts the first stream short (no finish_reason),
+    the retry answers. The run's SSE stream shows the void attempt's pieces, then a
+    `message.delta` with `reset: true` for that attempt, then the good attempt's pieces, which
+    add up to the final message."""
+    classes = json.dumps({"remote": {
+        "provider": "openai", "model": "gpt-4o-mini", "base_url": llmock.base_url("openai"), "api_key": "sk-llmock",
+        "max_retries": 1, "timeout": 5, "options": {"retry_base_delay": 0.01, "retry_max_delay": 0.05}}})
+    db_url = f"sqlite+aiosqlite:///{tmp_path / 'reset.db'}"
+    seed = LiveServer(database_url=db_url, model_classes=classes).start()  # migrates and seeds
+    tenant = make_tenant(seed)
+    agent = tenant.add_agent({"name": "teller", "model_class": "remote", "instructions": "Answer.", "tools": []},
+                             classes=("remote",))
+    seed.stop()
+    good = "Your balance is 42 euros and your last payment went to ACME Ltd on Monday."
+    llmock.reply(good, times=2).truncate(after_chunks=3)
+    proc, base = serve_process(db_url, env={"HEDDLE_MODEL_CLASSES": classes,
+                                            "HEDDLE_RATE_LIMIT_PER_SUBJECT": "off"})
+    try:
+        with httpx.Client(base_url=base, timeout=10) as http:
+            h = tenant.headers("web:reset")
+            run_id = post(http, h, open_thread(http, h, agent), "balance please")["run_id"]
+            events, ended = collect(http, f"/v1/loom/runs/{run_id}/events", h)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert ended
+    deltas = [e["data"] for e in events if e["event"] == "message.delta"]
+    (reset_at,) = [i for i, d in enumerate(deltas) if d.get("reset")]
+    void, reset, kept = deltas[:reset_at], deltas[reset_at], deltas[reset_at + 1:]
+    assert void and {d["message_id"] for d in void} == {reset["message_id"]}  # the void attempt, retracted
+    assert reset["delta"] == "" and reset["seq"] == len(void) and reset["run_id"] == run_id
+    (created,) = [e["data"] for e in events if e["event"] == "message.created" and e["data"]["role"] == "assistant"]
+    assert {d["message_id"] for d in kept} == {created["id"]} != {reset["message_id"]}
+    assert [d["seq"] for d in kept] == list(range(len(kept)))
+    assert "".join(d["delta"] for d in kept) == created["content"] == good
+    assert events[-1]["event"] == "run.updated" and events[-1]["data"]["state"] == "closed"
