@@ -56,6 +56,7 @@ from heddle.loom.turn_record import (
 )
 from heddle.loom.unit_of_work import RunUnitOfWork
 from heddle.loom.views import render_run
+from heddle.observability import tracing
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.text import mark_nul_replaced, replace_nul
@@ -108,8 +109,19 @@ class RunEngine:
         """Advance the run while this executor holds it with `fence` (see heddle.loom.lease).
 
         True when nothing is left to release: the run left `running` (its lease with it) or
-        another executor holds it.
+        another executor holds it. With tracing on, all of it is one `invoke_agent` span in the
+        trace of the request that created (or answered) the run, the model and tool calls under it.
         """
+        if not tracing.enabled():
+            return await self._execute(run_id, fence, None)
+        async with self.db.session() as session:
+            row = (await session.execute(sql.RUN_SPAN_READ, {"rid": run_id})).first()
+        name, agent_id, traceparent = row if row is not None else ("unknown", None, None)
+        with tracing.run_span(name, run_id=str(run_id), agent_id=agent_id,
+                              parent_headers={"traceparent": traceparent} if traceparent else None) as span:
+            return await self._execute(run_id, fence, span)
+
+    async def _execute(self, run_id: uuid.UUID, fence: Fence, span: tracing.Span | None) -> bool:
         deadline = time.monotonic() + self.settings.run_max_seconds
         try:
             try:
@@ -117,6 +129,8 @@ class RunEngine:
                     pass
                 return True
             except RunFailure as failure:
+                if span is not None:
+                    span.fail(failure.code)
                 await self._fail(fence, failure.code, failure.message, turn=failure.turn)
             except StaleExecutor:
                 raise
