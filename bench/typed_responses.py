@@ -30,8 +30,12 @@ RUN = {"id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11", "thread_id": "0f8b7a52-2d7e
        "connection": {"id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a41", "name": "bank"},
        "latest_message": None, "pending": {"type": "outcome", "tool_calls": [CALL]}, "error": None,
        "created_at": T, "updated_at": T}
+# As the API answers it: the fields a successful attempt lacks are null.
+ATTEMPT = {"attempt": 1, "outcome": "ok", "duration_ms": 812.5, "error_code": None, "error": None, "status": None,
+           "retry_after": None, "waited_seconds": None}
 TURN = {"seq": 1, "model_class": "scripted", "input_tokens": 12, "output_tokens": 30, "cost_credits": 0.02,
         "request": {"messages": [{"role": "user", "content": "hello " * 20}]}, "response": {"text": "hi " * 30},
+        "status": "ok", "truncated": False, "attempts": [ATTEMPT],
         "tool_calls": [CALL], "created_at": T}
 TRACE = {**RUN, "opened_at": T, "closed_at": None, "turns": [TURN, TURN, TURN],
          "api_calls": [{"request_id": "r1", "method": "POST", "path": "/v1/identify", "status": 200,

@@ -74,7 +74,8 @@ def test_a_run_exports_request_model_and_webhook_spans(tmp_path, llmock, otlp, h
             trace = http.get(f"/v1/loom/runs/{run['id']}/trace", headers=h).json()["data"]
             hook = hooks.wait_for(1)[0]
         spans = otlp.wait_for(lambda found: any(s.name.startswith("webhook ") for s in found)
-                              and any(s.name.startswith("chat ") for s in found))
+                              and any(s.name.startswith("chat ") for s in found)
+                              and any(s.name.startswith("invoke_agent ") for s in found))
     finally:
         proc.terminate()
         proc.wait(10)
@@ -88,8 +89,15 @@ def test_a_run_exports_request_model_and_webhook_spans(tmp_path, llmock, otlp, h
     assert request.attributes["heddle.request_id"] == "lb-7f3a.req:42"
     assert request.attributes["http.response.status_code"] == 202
 
+    # request -> run -> model call: the run's span is a child of the request that created it
+    # (through the traceparent saved with the run), the model call a child of the run's span.
+    (run_span,) = [s for s in spans if s.name == "invoke_agent teller"]
+    assert (run_span.trace_id, run_span.parent_id) == (trace_id, request.span_id)
+    assert run_span.attributes["heddle.run.id"] == run["id"] and run_span.attributes["gen_ai.agent.id"] == agent
+    assert run_span.attributes["gen_ai.operation.name"] == "invoke_agent"
     (chat,) = [s for s in spans if s.name == "chat gpt-4o-mini"]
     assert chat.trace_id == trace_id  # the run's model call joins the trace of the request that started it
+    assert chat.parent_id == run_span.span_id
     (turn,) = trace["turns"]
     assert chat.attributes["gen_ai.system"] == "openai" and chat.attributes["gen_ai.request.model"] == "gpt-4o-mini"
     assert chat.attributes["gen_ai.usage.input_tokens"] == turn["input_tokens"] > 0

@@ -162,7 +162,7 @@ class Collector:
     async def delta(self, text: str) -> None:
         self.attempts[-1].append(text)
 
-    def restart(self) -> None:
+    async def restart(self) -> None:
         self.attempts.append([])
 
     @property

@@ -867,6 +867,49 @@ export interface components {
         /** @enum {string} */
         MessageRole: "user" | "assistant";
         /**
+         * ModelAttempt
+         * @description One HTTP attempt of a model call.
+         */
+        ModelAttempt: {
+            /**
+             * Attempt
+             * @description 1 for the first attempt.
+             */
+            attempt: number;
+            /**
+             * Outcome
+             * @enum {string}
+             */
+            outcome: "ok" | "error";
+            /** Duration Ms */
+            duration_ms: number;
+            /**
+             * Error Code
+             * @description `rate_limited`, `server_error`, `refused`, `timeout`, `connection`, `stream_broken`, `stream_incomplete` or `unusable`.
+             */
+            error_code?: string | null;
+            /**
+             * Error
+             * @description What went wrong, free of secrets.
+             */
+            error?: string | null;
+            /**
+             * Status
+             * @description The HTTP status of a refused attempt.
+             */
+            status?: number | null;
+            /**
+             * Retry After
+             * @description Seconds the server asked to wait (Retry-After).
+             */
+            retry_after?: number | null;
+            /**
+             * Waited Seconds
+             * @description The pause actually taken before the next attempt.
+             */
+            waited_seconds?: number | null;
+        };
+        /**
          * NameResolutionStatus
          * @enum {string}
          */
@@ -1387,6 +1430,22 @@ export interface components {
             response: {
                 [key: string]: unknown;
             };
+            /**
+             * Status
+             * @description `ok`; `truncated`: the reply stopped at the model class's max_tokens; `failed`: no usable reply after the retries (the run failed `model_error`; `response.error` says why).
+             * @enum {string}
+             */
+            status: "ok" | "truncated" | "failed";
+            /**
+             * Truncated
+             * @description The reply was cut off at max_tokens (`status: truncated`).
+             */
+            truncated: boolean;
+            /**
+             * Attempts
+             * @description Every HTTP attempt of the model call, the last one answered or failed for good (empty for the scripted model).
+             */
+            attempts: components["schemas"]["ModelAttempt"][];
             /** Tool Calls */
             tool_calls: components["schemas"]["ToolCall"][];
             /**

@@ -11,10 +11,15 @@ becomes one event `{run_id, message_id, seq, delta}`:
 
 `message_id` is the id the stored Message will have when the turn ends with a reply, so a
 client can match the deltas to `message.created`, which always carries the whole text. `seq`
-counts the pieces of one `message_id` from 0. When a provider retries after a failed attempt
-(`restart()`), the next pieces get a fresh `message_id` and `seq` starts again: a client
-drops deltas whose `message_id` never gets a `message.created` (an abandoned attempt, a turn
-that ended in tool calls, a run that failed mid-reply).
+counts the pieces of one `message_id` from 0.
+
+When a provider retries after a failed attempt (`restart()`) that had sent pieces, one more
+`message.delta` goes out, `{run_id, message_id, seq, delta: "", reset: true}` with the void
+attempt's `message_id`: "this turn's text restarts", so a client clears the partial text it
+shows. The next pieces get a fresh `message_id` and `seq` starts again. Beyond that, a client
+drops deltas whose `message_id` never gets a `message.created` (a turn that ended in tool
+calls, a run that failed mid-reply). A reset travels the way the pieces do (realtime at once,
+the stored log for SSE), so it reaches every subscriber in order with them.
 """
 
 from __future__ import annotations
@@ -60,13 +65,19 @@ class DeltaStream:
         data = {"run_id": self._run, "message_id": self._message, "seq": self.seq, "delta": text}
         self.seq += 1
         self.sent += 1
+        await self._send(data)
+
+    async def _send(self, data: dict[str, Any]) -> None:
         if self.store is not None:
             self.store.append(self.run_id, DELTA_EVENT, data)
         if self.sink is not None and (self._listening is None or self._listening(self.channel)):
             await self.sink.publish(self.channel, DELTA_EVENT, data)
 
-    def restart(self) -> None:
+    async def restart(self) -> None:
+        """The attempt that sent the pieces so far failed and is retried: retract its text."""
         if self.seq:
+            await self._send({"run_id": self._run, "message_id": self._message, "seq": self.seq, "delta": "",
+                              "reset": True})
             self.message_id = uuid.uuid4()
             self._message = str(self.message_id)
             self.seq = 0

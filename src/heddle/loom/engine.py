@@ -47,8 +47,16 @@ from heddle.loom.states import (
     StaleExecutor,
 )
 from heddle.loom.tools import ToolKinds, Toolset, ToolsUnavailable
+from heddle.loom.turn_record import (
+    attempts_of,
+    failed_turn_row,
+    failure_message,
+    truncation_failure,
+    turn_status,
+)
 from heddle.loom.unit_of_work import RunUnitOfWork
 from heddle.loom.views import render_run
+from heddle.observability import tracing
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.text import mark_nul_replaced, replace_nul
@@ -59,10 +67,14 @@ _INSERT_TURN = insert(Turn.__table__)
 
 
 class RunFailure(Exception):
-    def __init__(self, code: str, message: str):
+    """The run fails with `code` and `message`; `turn` is a `turns` row stored with the failure
+    (a model call that gave no usable reply, recorded with its attempts: loom/turn_record.py)."""
+
+    def __init__(self, code: str, message: str, *, turn: dict[str, Any] | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.turn = turn
 
 
 class RunEngine:
@@ -97,8 +109,19 @@ class RunEngine:
         """Advance the run while this executor holds it with `fence` (see heddle.loom.lease).
 
         True when nothing is left to release: the run left `running` (its lease with it) or
-        another executor holds it.
+        another executor holds it. With tracing on, all of it is one `invoke_agent` span in the
+        trace of the request that created (or answered) the run, the model and tool calls under it.
         """
+        if not tracing.enabled():
+            return await self._execute(run_id, fence, None)
+        async with self.db.session() as session:
+            row = (await session.execute(sql.RUN_SPAN_READ, {"rid": run_id})).first()
+        name, agent_id, traceparent = row if row is not None else ("unknown", None, None)
+        with tracing.run_span(name, run_id=str(run_id), agent_id=agent_id,
+                              parent_headers={"traceparent": traceparent} if traceparent else None) as span:
+            return await self._execute(run_id, fence, span)
+
+    async def _execute(self, run_id: uuid.UUID, fence: Fence, span: tracing.Span | None) -> bool:
         deadline = time.monotonic() + self.settings.run_max_seconds
         try:
             try:
@@ -106,7 +129,9 @@ class RunEngine:
                     pass
                 return True
             except RunFailure as failure:
-                await self._fail(fence, failure.code, failure.message)
+                if span is not None:
+                    span.fail(failure.code)
+                await self._fail(fence, failure.code, failure.message, turn=failure.turn)
             except StaleExecutor:
                 raise
             except Exception as exc:  # never leave a run stuck in `running` on a bug
@@ -197,7 +222,10 @@ class RunEngine:
             raise RunFailure("max_duration_exceeded",
                              f"The run took longer than {self.settings.run_max_seconds:g} s.") from None
         except ModelProviderError as exc:
-            raise RunFailure("model_error", str(exc)) from None
+            # The failed call is a turn of the trace too, with every attempt (turn_record.py).
+            row = failed_turn_row(run.id, run.turn_count + 1, model_class, exc, history,
+                                  round((time.perf_counter() - started) * 1000, 3))
+            raise RunFailure("model_error", failure_message(exc), turn=replace_nul(row)[0]) from None
         finally:
             # The reply's deltas are stored before its message: those not yet written go in the
             # turn's transaction below; without a turn to record, the writer stores them.
@@ -210,11 +238,16 @@ class RunEngine:
         response, nul_replaced = replace_nul(response)  # text PostgreSQL can hold (heddle/text.py)
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
         finish = not response.tool_calls
+        # A reply cut off at max_tokens that cannot be acted on fails the run; it is still billed
+        # (the provider counted its tokens) and recorded, in the same transaction.
+        cut_off = truncation_failure(response, model_class)
+        event = "fail" if cut_off else ("finish" if finish else None)
+        failure = {"error_code": "model_error", "error_message": cut_off} if cut_off else {}
         async with self.uow.transaction(fence=fence, realtime=realtime, workspace_id=run.workspace_id) as work:
             session = work.session
             # The fence guard carries the turn's counters and, for an answer, the transition.
             turn_seq = run.turn_count + 1
-            await work.hold(run, "finish" if finish else None, turn_count=turn_seq, cost_micro=run.cost_micro + cost)
+            await work.hold(run, event, turn_count=turn_seq, cost_micro=run.cost_micro + cost, **failure)
             turn_id = uuid.uuid4()
             await session.execute(_INSERT_TURN, {
                 "id": turn_id, "run_id": run.id, "seq": turn_seq, "model_class": model_class.name,
@@ -222,14 +255,18 @@ class RunEngine:
                 "cost_micro": cost, "request": {**response.request, "history": history},
                 "response": {**response.response, "text": response.text,
                              **({"nul_replaced": nul_replaced} if nul_replaced else {})},
-                "latency_ms": round((time.perf_counter() - started) * 1000, 3), "created_at": utcnow()})
+                "latency_ms": round((time.perf_counter() - started) * 1000, 3), "created_at": utcnow(),
+                "status": turn_status(response), "attempts": attempts_of(response.attempts)})
             try:
                 await work.charge(run, cost, reason="model_turn", ref=str(turn_id))
             except InsufficientCredits:
                 raise RunFailure("insufficient_credits",
                                  "The workspace balance could not pay for the model turn.") from None
             self.metrics.credits_charged.labels("model_turn").inc(cost)
-            if finish:
+            if cut_off:
+                work.run_updated(run.thread_id, await render_run(session, run))
+                await advance_queue(work, run.thread_id)
+            elif finish:
                 # The id the reply's `message.delta` events announced.
                 message = await sql.add_assistant_message(session, run, response.text or "",
                                                           message_id=stream.message_id)
@@ -243,6 +280,10 @@ class RunEngine:
                 await work.insert_tool_calls([self._new_tool_call(run, toolset, turn_id, seq + i, call)
                                               for i, call in enumerate(response.tool_calls, start=1)])
             work.first[run.id] = deltas  # the reply's deltas are stored ahead of its message
+        if cut_off:
+            self.metrics.runs.labels("failed").inc()
+            log.info("run_failed", run_id=str(run.id), code="model_error", truncated=True)
+            return False
         return not finish
 
     def _new_tool_call(self, run: Run, toolset: Toolset, turn_id: uuid.UUID, seq: int, call) -> dict[str, Any]:
@@ -343,13 +384,18 @@ class RunEngine:
             work.run_updated(run.thread_id, await render_run(work.session, run))
         self.metrics.runs.labels("awaiting_input" if event == "await_approval" else "awaiting_outcome").inc()
 
-    async def _fail(self, fence: Fence, code: str, message: str) -> None:
+    async def _fail(self, fence: Fence, code: str, message: str, turn: dict[str, Any] | None = None) -> None:
         run_id = fence.run_id
         try:
             async with self.uow.transaction(fence=fence) as work:
                 run = await work.session.get(Run, run_id)  # fenced transition: StaleExecutor if not ours
                 work.workspace_id = run.workspace_id
-                await work.move(run, "fail", error_code=code, error_message=replace_nul(message[:2000])[0])
+                counters: dict[str, Any] = {}
+                if turn is not None:  # the failed model turn, on the record with the failure
+                    await work.session.execute(_INSERT_TURN, turn)
+                    counters["turn_count"] = turn["seq"]
+                await work.move(run, "fail", error_code=code, error_message=replace_nul(message[:2000])[0],
+                                **counters)
                 work.run_updated(run.thread_id, await render_run(work.session, run))
                 await advance_queue(work, run.thread_id)
         except HeddleError:

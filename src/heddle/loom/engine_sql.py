@@ -28,6 +28,13 @@ STEP_READ = (
     .where(Run.id == bindparam("rid", type_=Run.id.type))
 )
 
+# What names a run's span, read only when tracing is on: the agent and the caller's trace.
+RUN_SPAN_READ = (
+    select(AgentVersion.name, Run.agent_id, Run.traceparent)
+    .join(AgentVersion, (AgentVersion.agent_id == Run.agent_id) & (AgentVersion.version == Run.agent_version))
+    .where(Run.id == bindparam("rid", type_=Run.id.type))
+)
+
 RUN_TOOL_CALLS = (select(ToolCall).where(ToolCall.run_id == bindparam("rid", type_=ToolCall.run_id.type))
                   .order_by(ToolCall.seq))
 

@@ -127,6 +127,9 @@ class Run(Base):
     # Run control shown in the trace (loom/cancellation.py): who cancelled or interrupted it and
     # when, when it was queued and started. None for a run nobody steered.
     control: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # The W3C `traceparent` of the request that created the run: whichever process executes it
+    # (a worker) puts the run's span in that trace (observability/tracing.py, run_span).
+    traceparent: Mapped[str | None] = mapped_column(String(64), nullable=True)
     opened_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -147,6 +150,10 @@ class Turn(Base):
     request: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     response: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    # ok | truncated (cut off at max_tokens) | failed (no usable reply after the retries); NULL
+    # for turns stored before 0012, which were all `ok`.
+    status: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    attempts: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)  # ModelAttempt.as_dict() each
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

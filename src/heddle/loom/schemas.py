@@ -183,6 +183,21 @@ class Run(ReadModel):
     updated_at: Timestamp
 
 
+class ModelAttempt(ReadModel):
+    """One HTTP attempt of a model call."""
+
+    attempt: int = Field(description="1 for the first attempt.")
+    outcome: Literal["ok", "error"]
+    duration_ms: float | int
+    error_code: str | None = Field(None, description="`rate_limited`, `server_error`, `refused`, `timeout`, "
+                                                     "`connection`, `stream_broken`, `stream_incomplete` or "
+                                                     "`unusable`.")
+    error: str | None = Field(None, description="What went wrong, free of secrets.")
+    status: int | None = Field(None, description="The HTTP status of a refused attempt.")
+    retry_after: float | None = Field(None, description="Seconds the server asked to wait (Retry-After).")
+    waited_seconds: float | None = Field(None, description="The pause actually taken before the next attempt.")
+
+
 class Turn(ReadModel):
     """One model turn of a run."""
 
@@ -193,6 +208,12 @@ class Turn(ReadModel):
     cost_credits: Credits
     request: dict[str, Any]
     response: dict[str, Any]
+    status: Literal["ok", "truncated", "failed"] = Field(
+        description="`ok`; `truncated`: the reply stopped at the model class's max_tokens; `failed`: no usable "
+                    "reply after the retries (the run failed `model_error`; `response.error` says why).")
+    truncated: bool = Field(description="The reply was cut off at max_tokens (`status: truncated`).")
+    attempts: list[ModelAttempt] = Field(description="Every HTTP attempt of the model call, the last one "
+                                                     "answered or failed for good (empty for the scripted model).")
     tool_calls: list[ToolCall]
     created_at: Timestamp
 

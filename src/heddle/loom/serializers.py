@@ -60,6 +60,8 @@ def turn_dict(turn: Turn, tool_calls: list[ToolCall]) -> dict[str, Any]:
         "seq": turn.seq, "model_class": turn.model_class, "input_tokens": turn.input_tokens,
         "output_tokens": turn.output_tokens, "cost_credits": to_credits(turn.cost_micro),
         "request": turn.request or {}, "response": turn.response or {},
+        # Turns stored before attempts were recorded (migration 0012) were all answers.
+        "status": turn.status or "ok", "truncated": turn.status == "truncated", "attempts": turn.attempts or [],
         "tool_calls": [tool_call_dict(tc) for tc in tool_calls],
         "created_at": iso(turn.created_at),
     }

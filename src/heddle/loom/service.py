@@ -31,6 +31,7 @@ from heddle.loom.states import (
 )
 from heddle.loom.unit_of_work import RunWork
 from heddle.loom.views import render_run
+from heddle.observability import tracing
 from heddle.workspaces.service import resolve_connection
 
 _INSERT_MESSAGE = insert(Message.__table__)
@@ -108,7 +109,7 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
             await approvals.decline_for_message(work, auth, run, message)
         tokens = ({"session_token": auth.session_token, "session_token_expires_at": auth.session_token_expires_at}
                   if auth.mode == "direct" else {})
-        await work.move(run, "answer", pending_question=None, **tokens)
+        await work.move(run, "answer", pending_question=None, **tokens, **_trace_context())
         await session.flush()
     else:
         connection_id = await _resolve_run_connection(session, auth, agent)
@@ -118,7 +119,7 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
                        connection_id=connection_id, auth_mode=auth.mode,
                        key_id=auth.key_id, session_token=auth.session_token,
                        session_token_expires_at=auth.session_token_expires_at, opened_at=now, created_at=now,
-                       updated_at=now, cost_micro=0, turn_count=0)
+                       updated_at=now, cost_micro=0, turn_count=0, traceparent=_trace_context().get("traceparent"))
         message_row = dict(id=uuid.uuid4(), thread_id=thread.id, run_id=run_row["id"], seq=seq, role="user",
                            content=content, created_at=now)
         # Core inserts: the hottest write of the API, and the ORM unit of work cost more than
@@ -166,3 +167,10 @@ async def post_outcome(work: RunWork, auth: AuthContext, run_id: str, tool_call_
     data = await render_run(session, run)
     work.run_updated(run.thread_id, data)
     return data
+
+
+def _trace_context() -> dict[str, str]:
+    """`{"traceparent": ...}` of this request's span when tracing is on (else empty): the
+    process that executes the run, a worker perhaps, puts the run's span in this trace."""
+    traceparent = tracing.inject({}).get("traceparent")
+    return {"traceparent": traceparent} if traceparent else {}

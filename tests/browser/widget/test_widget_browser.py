@@ -7,12 +7,18 @@ its own user of the site, so the scenarios share one server but never a conversa
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from heddle.billing import service as billing
+from heddle.loom.channels import thread_channel
+from heddle.loom.deltas import DELTA_EVENT
 from heddle.workspaces import service as ws_service
 
 HELP_START = "I am the scripted model."
@@ -210,3 +216,51 @@ def test_out_of_credits_is_said_plainly(run_browser, site):
     assert r["alert"].startswith("The assistant is unavailable right now: this service has run out of credits.")
     assert r["error"]["code"] == "insufficient_credits"
     assert r["children_after_unmount"] == 0
+
+
+def test_a_retried_reply_is_retracted_then_streamed_again(run_browser, site):
+    """`message.delta` with `reset: true` (sent when a provider retries a model call whose stream
+    had sent text; tests/loom/test_model_turns.py follows it from llmock through the engine)
+    removes the partial reply. The pieces reach the widget as every event does: published on the
+    thread's channel by the server's own realtime publisher, over its WebSocket."""
+    server = site["server"]
+    run_id, void_id, kept_id = (str(uuid.uuid4()) for _ in range(3))
+
+    def publish(thread_id: str, pieces: list[dict]) -> None:
+        async def send():
+            for piece in pieces:
+                await server.services.events.publish(thread_channel(uuid.UUID(thread_id)), DELTA_EVENT,
+                                                     {"run_id": run_id, **piece})
+        server.call(send())
+
+    phases = {
+        "void": [{"message_id": void_id, "seq": i, "delta": d} for i, d in enumerate(["The", " void", " attempt says"])],
+        "reset": [{"message_id": void_id, "seq": 3, "delta": "", "reset": True}],
+        "retry": [{"message_id": kept_id, "seq": i, "delta": d} for i, d in enumerate(["The retry", " says it all."])],
+    }
+
+    class Trigger(BaseHTTPRequestHandler):
+        def do_POST(self):
+            asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            publish(asked["thread_id"], phases[asked["phase"]])
+            body = json.dumps({"void_id": void_id, "kept_id": kept_id}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    trigger = ThreadingHTTPServer(("127.0.0.1", 0), Trigger)
+    threading.Thread(target=trigger.serve_forever, daemon=True).start()
+    try:
+        r = run(run_browser, site, "reset.mjs", "reset", TRIGGER_URL=f"http://127.0.0.1:{trigger.server_port}/")
+    finally:
+        trigger.shutdown()
+        trigger.server_close()
+    assert r["partial"] == "The void attempt says"
+    assert r["void_bubbles_after_reset"] == 0 and r["streaming_after_reset"] == 0  # the partial text is gone
+    assert r["kept"] == "The retry says it all."
+    assert r["void_bubbles_at_end"] == 0 and r["streaming_at_end"] == 1  # only the retry's reply is shown

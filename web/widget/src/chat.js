@@ -268,6 +268,7 @@ export class Chat {
 
   addDelta(delta) {
     if (this.messages.has(delta.message_id)) return;
+    if (delta.reset) return this.resetStream(delta);
     let stream = this.streams.get(delta.message_id);
     if (!stream) {
       stream = { pieces: [], runId: delta.run_id, el: this.view.message("assistant", "", { id: delta.message_id, streaming: true, run: delta.run_id }) };
@@ -279,6 +280,18 @@ export class Chat {
     for (let i = 0; i < stream.pieces.length && stream.pieces[i] !== undefined; i++) text += stream.pieces[i];
     stream.el.querySelector(".hc-text").textContent = text;
     this.view.scrollToEnd();
+    this.emit("delta", delta);
+  }
+
+  // The model call was retried after a failed attempt: the text shown so far is void. The
+  // partial reply goes away and the typing indicator is back until the next attempt writes.
+  resetStream(delta) {
+    const stream = this.streams.get(delta.message_id);
+    if (stream) {
+      this.streams.delete(delta.message_id);
+      stream.el.remove();
+    }
+    if (this.run && this.run.id === delta.run_id && !TERMINAL.has(this.run.state)) this.view.typing.hidden = false;
     this.emit("delta", delta);
   }
 

@@ -133,10 +133,10 @@ class StreamSink(Protocol):
     """Where a provider sends its reply's text as it is generated (see `heddle.loom.deltas`).
 
     The pieces of one attempt add up to the reply's `text`. `restart()` is called before a
-    retry after a failed attempt: the pieces sent so far are void and the next attempt's
-    pieces start again from the beginning of the reply.
+    retry after a failed attempt: the pieces sent so far are void (the engine's sink tells its
+    subscribers so) and the next attempt's pieces start again from the beginning of the reply.
     """
 
     async def delta(self, text: str) -> None: ...
 
-    def restart(self) -> None: ...
+    async def restart(self) -> None: ...

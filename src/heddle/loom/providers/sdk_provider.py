@@ -127,7 +127,7 @@ class SdkProvider:
             nonlocal attempts
             attempts += 1
             if attempts > 1:
-                sink.restart()
+                await sink.restart()
             else:
                 sink.start()
             try:
@@ -161,10 +161,10 @@ class _FirstPiece:
     def start(self) -> None:
         self._attempt_started = time.perf_counter()
 
-    def restart(self) -> None:
+    async def restart(self) -> None:
         self.seconds = None
+        await self._sink.restart()
         self._attempt_started = time.perf_counter()
-        self._sink.restart()
 
     async def delta(self, text: str) -> None:
         if self.seconds is None:
