@@ -24,6 +24,36 @@ def directory() -> Directory:
     return Directory()
 
 
+@pytest.fixture(scope="session")
+def gleif_directory(tmp_path_factory) -> Directory:
+    """A directory after an operator's import of GLEIF's BIC-to-LEI file: the synthetic one in
+    fixtures/gleif (invented BICs), loaded by `heddle identify import` into SQLite."""
+    import asyncio
+    import json
+
+    from typer.testing import CliRunner
+
+    from heddle.db.base import Database
+    from heddle.identify.cli import app
+
+    url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('gleif') / 'heddle.db'}"
+    result = CliRunner().invoke(app, ["import", str(FIXTURES / "gleif" / "lei-bic.csv"), "--format",
+                                      "gleif-bic-lei", "--names", str(FIXTURES / "gleif" / "lei-names.csv"),
+                                      "--database-url", url, "--json"])
+    assert json.loads(result.stdout)["rows"] == 5, result.stdout
+    directory = Directory()
+
+    async def load() -> None:
+        db = Database(url)
+        try:
+            await directory.refresh(db)
+        finally:
+            await db.dispose()
+
+    asyncio.run(load())
+    return directory
+
+
 @pytest.fixture
 def service(directory) -> IdentifyService:
     return IdentifyService(directory, NameResolverRegistry(), clock=lambda: NOW)

@@ -10,9 +10,8 @@ STAMP = "2026-11-21T12:30:45.123Z"
 async def test_swift_identifies_real_bics(lookup):
     data = await lookup(identifier="DEUTDEFF")
     assert data["result"] == "identified" and data["rail"] == "swift" and data["country"] == "DE"
-    # GLEIF's BIC-to-LEI file holds DEUTDEFF (DEUTSCHE BANK AKTIENGESELLSCHAFT); the name is
-    # the one the registry entries routed through it agree on.
-    assert data["institution"]["name"] == "Deutsche Bank"
+    # A curated BIC-keyed record (swift_bics.json), which the registry entries agree with.
+    assert data["institution"]["name"] == "Deutsche Bank AG"
     assert data["reachable_rails"] == ["swift"] and data["identified_at"] == STAMP
 
     chase = await lookup(identifier="chas us33")
@@ -27,10 +26,12 @@ async def test_swift_identifies_real_bics(lookup):
 async def test_swift_branch_bic_names_its_institution(lookup):
     data = await lookup(identifier="DEUTDEFF500")
     assert data["result"] == "identified"
-    assert data["institution"]["name"] == "Deutsche Bank"
-    # A branch BIC listed with its own LEI names that institution, not the BIC8's.
+    assert data["institution"]["name"] == "Deutsche Bank AG" and data["institution"]["code"] == "DEUTDEFF500"
+    # A branch code can belong to another institution (SOLADES1ULM is Sparkasse Ulm's, not the
+    # BIC8's): only GLEIF's file, once imported, says whose; without it nothing is named.
     ulm = await lookup(identifier="SOLADES1ULM")
-    assert ulm["institution"]["name"] == "Sparkasse Ulm" and "detail" not in ulm
+    assert ulm["result"] == "not_found" and "institution" not in ulm
+    assert "Sparkasse Ulm" in ulm["detail"] and "no institution is named" in ulm["detail"]
 
 
 async def test_swift_passive_participant_is_not_reachable_on_swift(lookup):
@@ -61,7 +62,7 @@ async def test_swift_malformed(rejects, identifier, message):
 async def test_iban_official_examples(lookup):
     de = await lookup(identifier="DE89 3704 0044 0532 0130 00")
     # One record per institution: the name the BIC gives, as the registry entry agrees.
-    assert de["rail"] == "iban" and de["institution"]["name"] == "Commerzbank"
+    assert de["rail"] == "iban" and de["institution"]["name"] == "Commerzbank AG"
     assert de["institution"]["bic"] == "COBADEFF" and de["institution"]["code"] == "37040044"
     assert de["reachable_rails"] == ["sepa", "sepa_instant"]
 

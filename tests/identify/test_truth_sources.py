@@ -3,7 +3,7 @@ identifiers from public sources.
 
 Sources: the banks' published BICs (Société Générale SOGEFRPP, Banco Sabadell BSABESBB,
 CaixaBank CAIXESBB, Deutsche Bank DEUTDEFF, BNP Paribas BNPAFRPP, First Abu Dhabi Bank
-NBADAEAA); GLEIF's BIC-to-LEI relationship file (SOLADES1ULM, Sparkasse Ulm); schwifty's
+NBADAEAA); the Bundesbank's bank-code list (SOLADES1ULM, Sparkasse Ulm's BIC); schwifty's
 registries (ES bank code 0209, Abbey National, under BSABESBB; FR 30003 under SOGEFRPP); RBI's
 IFSC list via razorpay/ifsc (SBIN0000300, SBI's Mumbai main branch; CSB Bank's CSBK codes;
 the withdrawn ALLA series of Allahabad Bank); naija-data (Heritage Bank, CBN code 030, licence
@@ -45,9 +45,12 @@ async def test_a_bic_known_only_to_a_bank_code_registry_is_not_named(lookup):
     assert "Sparda-Bank" in data["detail"] and "does not say who holds a BIC" in data["detail"]
 
 
-async def test_branch_bic_with_its_own_lei_names_that_institution(lookup):
+async def test_branch_bic_of_another_institution_is_not_named_without_gleifs_file(lookup):
+    # SOLADES1ULM is Sparkasse Ulm's, not SOLADEST's holder's: a branch code says nothing of
+    # its holder, and only GLEIF's file (imported by the operator, none shipped) lists it.
     data = await lookup(identifier="SOLADES1ULM")
-    assert data["institution"]["name"] == "Sparkasse Ulm" and data["institution"]["code"] == "SOLADES1ULM"
+    assert data["result"] == "not_found" and "institution" not in data
+    assert "Sparkasse Ulm" in data["detail"] and "No BIC-keyed source lists SOLADES1" in data["detail"]
 
 
 async def test_merged_bank_answers_its_current_name_by_bic_and_iban(lookup):
@@ -61,7 +64,7 @@ async def test_merged_bank_answers_its_current_name_by_bic_and_iban(lookup):
 async def test_iban_bank_code_of_a_merged_bank_under_anothers_bic_is_not_named(lookup):
     data = await lookup(identifier=str(IBAN.generate("ES", "0209", "0012345678", "0200")))
     assert data["result"] == "not_found" and "institution" not in data
-    assert "ABBEY NATIONAL" in data["detail"] and "SABADELL" in data["detail"]
+    assert "ABBEY NATIONAL" in data["detail"] and "SABADELL" in data["detail"].upper()
 
 
 async def test_iban_registry_name_corrected_by_the_bic_keyed_record(lookup):
@@ -82,13 +85,13 @@ async def test_one_record_per_institution_across_rails(lookup, bic, iban, type_)
     assert by_iban["institution"]["bic"] == bic
 
 
-async def test_building_society_from_gleif_is_typed_by_its_legal_name(lookup):
-    data = await lookup(identifier="COBSGB22")  # COVENTRY BUILDING SOCIETY in GLEIF's file
-    assert data["institution"]["type"] == "building_society"
-    by_iban = await lookup(identifier=str(IBAN.generate("GB", "COBS", "12345678", "403214")))
-    # The registry routes bank code COBS through COBSGB22: one record by IBAN and by BIC.
-    assert by_iban["institution"]["type"] == "building_society"
-    assert by_iban["institution"]["name"] == data["institution"]["name"]
+async def test_bic_only_a_registry_routes_through_is_not_named(lookup):
+    # Coventry Building Society's BIC: the registry routes bank code COBS through it, which is
+    # no evidence of who holds the BIC; GLEIF's file would be (typing it by its legal name,
+    # tests/identify/test_gleif_import.py), and Heddle ships none of it.
+    data = await lookup(identifier="COBSGB22")
+    assert data["result"] == "not_found" and "institution" not in data
+    assert "COVENTRY BUILDING SOCIETY (1 bank code(s))" in data["detail"]
 
 
 async def test_iban_of_a_country_without_bank_codes_is_unsupported(lookup):
@@ -168,12 +171,14 @@ def test_coverage_flags_files_older_than_their_sources_cycle():
     from heddle.identify.datasets import load_curated
 
     files = {f["file"]: f for f in shipped_files(today=dt.date(2026, 11, 26))}
-    assert files["bic_lei.json"]["update_cycle_days"] == 31 and not files["bic_lei.json"]["stale"]
+    assert "bic_lei.json" not in files  # no GLEIF row ships; an operator imports the file
     assert files["ifsc_branches.json.gz"]["as_of"] == "2026-08-24"
     assert files["ifsc_branches.json.gz"]["stale"]  # the npm package's copy is 94 days old
-    later = {f["file"]: f for f in shipped_files(today=dt.date(2027, 1, 15))}
-    assert later["bic_lei.json"]["stale"] and later["bic_lei.json"]["age_days"] == 50
+    assert files["ng_cbn_list.json"]["update_cycle_days"] == 92 and not files["ng_cbn_list.json"]["stale"]
+    later = {f["file"]: f for f in shipped_files(today=dt.date(2027, 1, 17))}
+    assert later["ng_cbn_list.json"]["stale"] and later["ng_cbn_list.json"]["age_days"] == 93
     report = coverage_report(load_curated(), {})
     assert report["ifsc"]["codes"] >= 176_918 and report["ifsc"]["official"]["size"] == 182_295
     assert report["nuban"]["institutions"] >= 890 and report["nuban"]["official"]["size"] == 899
     assert report["swift"]["codes"] >= 150 and report["swift"]["official"]["size"] == 39_000
+    assert report["swift"]["bic_lei"] == {"shipped": 0, "imported": 0}

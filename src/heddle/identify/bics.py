@@ -8,7 +8,8 @@ named the wrong institution. So a BIC is answered only from a source keyed by BI
 
 1. `swift_bics.json` and the BICs of the other curated files (current names, types and
    former names, compiled for Heddle);
-2. `bic_lei.json`, GLEIF's BIC-to-LEI relationship file with LEI legal names (CC0).
+2. GLEIF's BIC-to-LEI relationship file with LEI legal names (CC0), when an operator has
+   imported it (`heddle identify import --format gleif-bic-lei`; Heddle ships none of its rows).
 
 A registry entry may name an institution (on the IBAN rail) only where it agrees with the
 BIC-keyed holder of its BIC: the same name, a former name, or the same distinctive first word
@@ -17,13 +18,12 @@ BIC-keyed holder of its BIC: the same name, a former name, or the same distincti
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from importlib import resources
 
 from schwifty import registry as schwifty_registry
 from schwifty.domain import Bank
@@ -92,38 +92,22 @@ class BicIndex:
         return self.head.get(bic[:8]), len(bic) == 8 or bic.endswith("XXX")
 
 
-def _gleif_rows() -> tuple[str, dict[str, str], dict[str, str]]:
-    text = resources.files("heddle.identify").joinpath("data", "bic_lei.json").read_text(
-        encoding="utf-8")
-    data = json.loads(text)
-    return data["as_of"], data["bics"], data["leis"]
-
-
-def load_bic_index(curated: CuratedData) -> BicIndex:
+def load_bic_index(curated: CuratedData, gleif: Iterable[tuple[Institution, str]] = ()) -> BicIndex:
+    """The curated BICs, then GLEIF's imported rows ((institution, LEI), `code` the BIC11); a
+    curated entry keeps its name and type over a GLEIF head-office row."""
     head: dict[str, BicHolder] = {
         bic8: BicHolder(inst, "curated", curated.other_names.get(bic8, ()))
         for bic8, inst in curated.bics.items()}
     exact: dict[str, BicHolder] = {}
-    _, bics, leis = _gleif_rows()
-    for bic, lei in bics.items():
-        inst = Institution(name=sys.intern(leis[lei]), type=_type_of(leis[lei]), code=bic[:8],
-                           country=bic[4:6], bic=bic[:8] if bic.endswith("XXX") else bic)
+    for row, lei in gleif:
+        bic = row.code
+        inst = replace(row, code=bic[:8], bic=bic[:8] if bic.endswith("XXX") else bic)
         holder = BicHolder(_usual_name(inst, bic), "gleif", lei=lei)
         if bic.endswith("XXX"):
-            head.setdefault(bic[:8], holder)  # curated entries keep their names and types
+            head.setdefault(bic[:8], holder)
         else:
             exact[bic] = holder
     return BicIndex(head, exact)
-
-
-# LEI records give no institution type; a legal name that says it is the rule here.
-_TYPE_WORDS = (("building society", "building_society"), ("credit union", "credit_union"),
-               ("microfinance bank", "microfinance_bank"))
-
-
-def _type_of(legal_name: str) -> str:
-    folded = legal_name.casefold()
-    return next((kind for phrase, kind in _TYPE_WORDS if phrase in folded), "bank")
 
 
 def _usual_name(inst: Institution, bic: str) -> Institution:

@@ -21,7 +21,9 @@ from heddle.db.migrate import upgrade
 from heddle.identify.coverage import coverage_report, shipped_files
 from heddle.identify.datasets import load_curated
 from heddle.identify.importers import PARSERS, ImportFormatError
+from heddle.identify.importers.gleif import parse_gleif_bic_lei
 from heddle.identify.importers.store import TooManyBadRows, import_rows, imported_codes
+from heddle.identify.schemas import Rail
 
 app = typer.Typer(help="Identify: institution directories.", no_args_is_help=True)
 
@@ -34,6 +36,7 @@ class ImportFormat(StrEnum):
     IFSC_CSV = "ifsc-csv"  # RBI list as CSV, or Razorpay's IFSC.csv
     IFSC_XLSX = "ifsc-xlsx"  # RBI list as published (XLSX)
     EISCD = "eiscd"  # UK sort codes, EISCD-style CSV
+    GLEIF_BIC_LEI = "gleif-bic-lei"  # GLEIF's BIC-to-LEI file (LEI,BIC); names from --names
 
 
 DEFAULT_MAX_BAD_ROWS = 100
@@ -70,20 +73,32 @@ def import_directory(
         int,
         typer.Option("--max-bad-rows", min=0, help="Skip and report up to this many bad rows; past it, write nothing."),
     ] = DEFAULT_MAX_BAD_ROWS,
+    names: Annotated[
+        Path | None,
+        typer.Option("--names", help="GLEIF's LEI records (golden copy CSV, or its zip) naming "
+                     "the LEIs; needed by --format gleif-bic-lei."),
+    ] = None,
     database_url: DatabaseUrl = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Load an official directory; bad rows are skipped and reported, and past
     --max-bad-rows nothing is written (one transaction: all good rows or none)."""
+    gleif = format is ImportFormat.GLEIF_BIC_LEI
+    if gleif != (names is not None):
+        raise _fail("invalid_arguments", "--names goes with --format gleif-bic-lei, and only "
+                    "with it", as_json)
     try:
         if file.stat().st_size > MAX_FILE_BYTES:
             raise _fail("file_too_large", f"the file is larger than {MAX_FILE_BYTES} bytes", as_json)
         data = file.read_bytes()
+        if names is not None and not names.is_file():  # streamed: no size limit
+            raise _fail("unreadable_file", f"cannot read the names file {names.name}", as_json)
     except OSError as exc:
         raise _fail("unreadable_file", f"cannot read the file: {exc.strerror}", as_json) from None
     url = database_url or get_settings().database_url
+    parsed = parse_gleif_bic_lei(data, names) if gleif else PARSERS[format.value](data)
     try:
-        summary = asyncio.run(_import(url, PARSERS[format.value](data), max_bad_rows))
+        summary = asyncio.run(_import(url, parsed, max_bad_rows))
     except TooManyBadRows as exc:
         raise _fail(
             "too_many_bad_rows",
@@ -149,6 +164,12 @@ def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> Non
             f"{c['branch_details']:>10,}{c['imported']:>10,}{size:>10}  "
             f"{official['directory']}"
         )
+    bic_lei = report[Rail.SWIFT.value]["bic_lei"]
+    lines.append(
+        f"swift: GLEIF BIC-to-LEI rows shipped {bic_lei['shipped']}, imported {bic_lei['imported']:,}"
+        + ("" if bic_lei["imported"] else " (import GLEIF's monthly file: heddle identify import "
+           "FILE --format gleif-bic-lei --names LEI-CDF)")
+    )
     lines.append("")
     lines += [
         f"{f['file']:<24}{f['as_of']:<12}{'STALE' if f['stale'] else 'fresh':<7}{f['licence'][:60]}" for f in files

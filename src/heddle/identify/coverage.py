@@ -35,8 +35,9 @@ OFFICIAL: dict[Rail, Official] = {
         "GLEIF's BIC-to-LEI relationship file (the open BIC-keyed part of SWIFT's licensed BIC directory)",
         39_000,
         "BIC11s",
-        "about 39,000 rows in the monthly file (2026); SWIFT's own directory "
-        "(some 130,000 BICs in 2018) is licensed and not published",
+        "about 39,000 rows in the monthly file (2026), none shipped: import it with "
+        "`heddle identify import FILE --format gleif-bic-lei --names LEI-CDF`; SWIFT's own "
+        "directory (some 130,000 BICs in 2018) is licensed and not published",
     ),
     Rail.IBAN: Official(
         "national bank-code directories (one per country)",
@@ -143,13 +144,14 @@ def coverage_report(curated: CuratedData, imported: dict[str, set[str]]) -> dict
             "total": max(len(codes), count) if rows else count,
             "official": asdict(OFFICIAL[rail]),
         }
+    # Heddle ships no row of GLEIF's BIC-to-LEI file; every swift row imported is one of it.
+    report[Rail.SWIFT.value]["bic_lei"] = {"shipped": 0, "imported": len(imported.get(Rail.SWIFT.value, ()))}
     return report
 
 
 # How often each source is republished, in days: a shipped file older than that may miss
 # changes and is flagged by `heddle identify coverage`. Curated files are reviewed yearly.
 UPDATE_CYCLE_DAYS: dict[str, int] = {
-    "bic_lei": 31,  # GLEIF publishes the BIC-to-LEI file monthly
     "ifsc_branches": 31,  # RBI's list changes weekly; razorpay/ifsc releases about monthly
     "ifsc_razorpay": 31,
     "ng_cbn_list": 92,  # the CBN's supervision lists; naija-data releases quarterly or so

@@ -1,4 +1,5 @@
-"""The in-memory directory: curated data plus rows imported into `identify_directory`.
+"""The in-memory directory: curated data plus rows imported into `identify_directory`
+(GLEIF's BIC-to-LEI rows among them, which join the BIC index).
 
 Lookups never touch the database. `refresh_if_stale` runs a cheap query (row count and latest
 `imported_at`) at most every `max_age_s` seconds and re-reads the rows only when it changed,
@@ -144,11 +145,16 @@ class Directory:
                    DirectoryEntry.country, DirectoryEntry.reachable_rails, DirectoryEntry.extra)
         imported: dict[tuple[str, str], DirectoryRecord] = {}
         counts: dict[str, int] = {}
+        gleif: list[tuple[Institution, str]] = []  # BIC-keyed rows: GLEIF's BIC-to-LEI file
         async with db.session() as session:
             result = await session.stream(select(*columns).execution_options(yield_per=5000))
             async for rail, code, *fields in result:
-                imported[(rail, code)] = record_from_row(rail, code, *fields)
+                record = imported[(rail, code)] = record_from_row(rail, code, *fields)
                 counts[rail] = counts.get(rail, 0) + 1
+                lei = (fields[-1] or {}).get("lei")
+                if rail == Rail.SWIFT and lei:
+                    gleif.append((record.institution, lei))
+        self.bics = load_bic_index(self.curated, gleif)
         self._imported, self._imported_counts, self._signature = imported, counts, signature
         self._checked_at = self._monotonic()
         log.info("identify.directory.refreshed", rows=len(imported))
