@@ -7,8 +7,9 @@ rows from ifsc_razorpay_sample.csv: the real rows repeated with new, valid codes
 wall time, CPU time (steadier than wall time on a shared machine; process start-up
 included) and the process's peak resident memory. Targets (issue 14): FedACH < 5 s, IFSC
 < 30 s, peak memory < 200 MB. Timings on a shared machine are noisy: compare runs. Then
-times the build scripts behind the shipped files on full-size inputs (a 39,000-row GLEIF
-BIC-to-LEI file, an IFSC.json of 182,295 codes).
+times, on full-size inputs, the dry run of the GLEIF BIC-to-LEI import (what `heddle identify
+import --format gleif-bic-lei` would store, for a 39,000-row file) and the build script behind
+the shipped IFSC file (an IFSC.json of 182,295 codes).
 
     python bench/identify_import.py [--fedach-rows 18000] [--ifsc-rows 185000] [--xlsx]
 Prints one line per file, then one JSON line: {"benchmark": "identify_import", ...}.
@@ -211,8 +212,9 @@ def read_only(path: Path) -> dict:
 
 
 def gleif_files(rows: int, folder: Path) -> tuple[Path, Path]:
-    """A BIC-to-LEI relationship file of `rows` rows and its names file, built from the real
-    rows in tests/identify/fixtures/gleif (each repeated with new branch codes)."""
+    """A BIC-to-LEI relationship file of `rows` rows and its names file, built from the
+    synthetic rows in tests/identify/fixtures/gleif (invented BICs and LEIs in GLEIF's layout;
+    each repeated with new branch codes)."""
     real = list(csv.reader((FIXTURES / "gleif" / "lei-bic.csv").open(encoding="utf-8")))[1:]
     bic_lei, names = folder / "lei-bic.csv", folder / "lei-names.csv"
     with bic_lei.open("w", encoding="utf-8", newline="") as f:
@@ -308,7 +310,7 @@ def main() -> None:
                 print(f"  read only, {name:<9}{r['rows']:>8} rows  {r['cpu_seconds']:>7.2f} s CPU  "
                       f"peak {r['peak_mb']:>6.1f} MB")
             print(f"  openpyxl / heddle reader CPU: {readers['cpu_ratio']}x")
-        # The build scripts behind the shipped files, on full-size inputs.
+        # The GLEIF import's dry run and the IFSC build script, on full-size inputs.
         bic_lei, names = gleif_files(args.gleif_rows, folder)
         ifsc_json = ifsc_json_file(args.ifsc_codes, folder / "IFSC.json")
         builds = [
