@@ -82,6 +82,16 @@ class StaleExecutor(Exception):
         self.why = why
 
 
+class RunFailure(Exception):
+    """A step ends the run as `failed` with `code` (a limit, the model, credits): the engine's
+    top level moves it by `fail` (heddle/loom/engine.py)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 class InvalidTransition(HeddleError):
     def __init__(self, state: str, event: str):
         super().__init__("invalid_state_transition",
