@@ -73,7 +73,8 @@ class RunEngine:
         self.metrics = metrics
         # Model calls in flight, so that a cancel abandons one at once (see nudge()).
         self.model_calls = ModelCalls(db)
-        self.tool_steps = ToolSteps(uow, tools)  # the pending tool calls of a turn (loom/tool_steps.py)
+        # The pending tool calls of a turn (loom/tool_steps.py).
+        self.tool_steps = ToolSteps(uow, tools, metrics, settings.run_tool_concurrency)
 
     def nudge(self, run_id: uuid.UUID) -> None:
         """The run changed under this executor (a cancel): abandon its model call if it stopped."""
