@@ -4,7 +4,9 @@ Rows are queued by the HTTP middleware and written in batches off the request pa
 logging never adds a database write to a request's latency: one transaction per
 `HEDDLE_REQUEST_LOG_FLUSH_SECONDS` (0.5 s) at most, whatever the request rate (at 50 ms, a run
 and its polls cost one or two commits of their own on PostgreSQL). A `Service-Run` header is only
-kept when that run belongs to the caller's workspace (checked per batch).
+kept when that run belongs to the caller's workspace (checked per batch). A run's own built-in
+calls (the `identify` tool) are not queued: the step that records the call writes its row in the
+same transaction (`insert_rows`), so the run's trace lists it as soon as the run has ended.
 """
 
 from __future__ import annotations
