@@ -12,16 +12,14 @@ from __future__ import annotations
 import json
 import re
 import time
-import uuid
 
 import pytest
 from llmock.scenarios import Reply, ToolCall
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from heddle.billing.models import LedgerEntry
-from heddle.loom.models import Run
 from hosted_runs.conftest import TOOLS
-from hosted_runs.test_fencing import drain, snapshot
+from hosted_runs.test_fencing import bump_fence, drain, snapshot
 from support.loom import SCRIPTED_AGENT, open_thread, post, wait_run
 
 
@@ -133,12 +131,7 @@ def test_a_stale_fence_during_one_concurrent_call_writes_nothing(http, tenant, a
             break
         time.sleep(0.02)
     assert calls[1]["status"] == "succeeded" and calls[0]["status"] == "pending"
-
-    async def bump(s):  # as another executor's takeover does
-        await s.execute(update(Run).where(Run.id == uuid.UUID(run_id))
-                        .values(fence=Run.fence + 1, lease_owner="other-process"))
-
-    tenant.run(bump)
+    bump_fence(tenant, run_id)
     before = snapshot(tenant, run_id)
     toolhost.gate.set()
     drain(tenant.server)
