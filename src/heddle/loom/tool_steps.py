@@ -45,9 +45,9 @@ from heddle.outbound.mcp import arguments_problem
 from heddle.text import mark_nul_replaced
 
 
-def metric_status(status: str, result: dict[str, Any] | None) -> str:
+def metric_status(status: str, error: dict[str, Any]) -> str:
     """The bounded `status` label of heddle_tool_calls_total for a recorded call."""
-    code = str(((result or {}).get("error") or {}).get("code") or "")
+    code = str(error.get("code") or "")
     if status == CALL_SUCCEEDED:
         return "ok"
     if status == CALL_AWAITING_OUTCOME:
@@ -92,11 +92,12 @@ class ToolSteps:
         started = time.perf_counter()
         with tracing.tool_span(call.name, kind=call.kind, call_id=call.model_call_id) as span:
             status, result = await self._carry_out(run, agent, call, fence)
-            label = metric_status(status, result)
+            error = result.get("error") if isinstance(result, dict) else None
+            error = error if isinstance(error, dict) else {}  # a host's result is any JSON
+            label = metric_status(status, error)
             span.set("heddle.tool.status", status)
             if label != "ok":
-                span.fail(str(((result or {}).get("error") or {}).get("code") or label),
-                          str(((result or {}).get("error") or {}).get("message") or "")[:300] or None)
+                span.fail(str(error.get("code") or label), str(error.get("message") or "")[:300] or None)
         self.metrics.tool_calls.labels(call.kind, label).inc()
         self.metrics.tool_call_duration.labels(call.kind).observe(time.perf_counter() - started)
 
