@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     run_max_turns: int = Field(default=16, ge=1)
     run_max_seconds: float = Field(default=300.0, gt=0)
     run_concurrency: int = Field(default=64, ge=1)
+    # How many of the tool calls one model turn asked for run at once (loom/tool_steps.py).
+    run_tool_concurrency: int = Field(default=4, ge=1)
     # How long an executor holds a run without renewing (it renews every third of it), and how
     # often a process looks for runs whose holder's lease expired (heddle/loom/lease.py).
     run_lease_seconds: float = Field(default=30.0, ge=0.5)

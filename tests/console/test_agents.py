@@ -72,6 +72,10 @@ def test_agents_read_back_as_their_yaml_agent_file(console, ws):
     ({**AGENT, "tools": [{"name": "pay", "description": "Pay", "path": "/pay", "connection": "nope"}]},
      "tools.0.connection"),
     ({"yaml": 5}, "yaml"),
+    # a schema every call's arguments are checked against must be one (issue 28)
+    ({**AGENT, "tools": [{"name": "pay", "description": "Pay", "path": "/pay",
+                          "parameters": {"type": "object", "properties": {"amount": {"type": "money"}}}}]},
+     "tools.0.parameters"),
 ])
 def test_bad_agent_files_name_the_field(console, ws, body, field):
     err = expect_error(console.post(f"/workspaces/{ws}/agents", json=body), 400, "invalid_request")

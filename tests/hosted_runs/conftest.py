@@ -25,7 +25,7 @@ class Recorded:
 
 
 class ToolHost(LoopbackToolHost):
-    paths = ("/tools/balance", "/tools/transfer", "/tools/flaky", "/tools/slow", "/tools/gated")
+    paths = ("/tools/balance", "/tools/transfer", "/tools/flaky", "/tools/slow", "/tools/gated", "/tools/overlap")
 
     def __init__(self, request_secret: str, key_id: str):
         super().__init__(request_secret, key_id)
@@ -38,6 +38,10 @@ class ToolHost(LoopbackToolHost):
         self.gate = threading.Event()
         self.gate_entered = threading.Event()
         self.gate_status = 200
+        # /tools/overlap: holds each call `args.hold` seconds and records how many were in
+        # flight at once (concurrent tool calls of one turn).
+        self.in_flight = 0
+        self.max_in_flight = 0
 
     async def _handle(self, request: Request):
         raw = await request.body()
@@ -71,6 +75,14 @@ class ToolHost(LoopbackToolHost):
                 if self.gate_status != 200:
                     return JSONResponse({"error": "busy"}, status_code=self.gate_status)
             return JSONResponse({"call": n})
+        if path == "/tools/overlap":
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                await asyncio.sleep(float(body["args"].get("hold", 0.2)))
+            finally:
+                self.in_flight -= 1
+            return JSONResponse({"n": body["args"]["n"]})
         await asyncio.sleep(3)  # /tools/slow: longer than Heddle's outbound timeout
         return JSONResponse({"late": True})
 
@@ -92,6 +104,10 @@ TOOLS = [
      "interaction": "auto", "reliability": "idempotent"},
     {"name": "gated_once", "description": "Slow, at most once", "path": "/tools/gated", "connection": "bank",
      "interaction": "auto", "reliability": "at_most_once"},
+    {"name": "overlap", "description": "Holds the call a while", "path": "/tools/overlap", "connection": "bank",
+     "interaction": "auto", "reliability": "idempotent",
+     "parameters": {"type": "object", "properties": {"n": {"type": "integer"}, "hold": {"type": "number"}},
+                    "required": ["n"], "additionalProperties": False}},
 ]
 
 

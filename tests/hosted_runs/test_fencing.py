@@ -56,6 +56,16 @@ def take_over(server, run_id: str) -> bool:
                                                force=True))
 
 
+def bump_fence(tenant, run_id: str) -> None:
+    """Move the run's fence on, as another process's takeover does, without executing it."""
+
+    async def bump(s):
+        await s.execute(update(Run).where(Run.id == uuid.UUID(run_id))
+                        .values(fence=Run.fence + 1, lease_owner="other-process"))
+
+    tenant.run(bump)
+
+
 def start_gated(http, tenant, toolhost, tool: str):
     h = tenant.headers("web:fence")
     thread = open_thread(http, h, tenant.agent)
@@ -114,12 +124,7 @@ def test_stale_executor_does_not_retry_an_idempotent_call(http, tenant, toolhost
     """Fence bumped mid-call (a takeover elsewhere); the 503 would be retried, but not by a stale executor."""
     toolhost.gate_status = 503
     h, run_id = start_gated(http, tenant, toolhost, "gated")
-
-    async def bump(s):
-        await s.execute(update(Run).where(Run.id == uuid.UUID(run_id))
-                        .values(fence=Run.fence + 1, lease_owner="other-process"))
-
-    tenant.run(bump)
+    bump_fence(tenant, run_id)
     before = snapshot(tenant, run_id)
     toolhost.gate.set()
     drain(tenant.server)

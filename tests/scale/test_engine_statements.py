@@ -24,7 +24,10 @@ BENCH = Path(__file__).parents[2] / "bench" / "engine_statements.py"
 # the only one): 15 -> 13, 33 -> 31 and 15 -> 14 statements, one commit fewer each. A reply's
 # deltas that no writer took yet are stored in the turn's own transaction (RunEventLog.take):
 # 13 -> 11 and 31 -> 29, one commit fewer for a reply (a scripted reply is one commit).
-BUDGET = {"reply": 11, "identify": 29, "ask": 14}
+# Issue 28: a run's own Identify call is written to the request log by the transaction that
+# records the call (so the trace has it when the run ends), not later by the request-log writer's
+# own transaction: one statement moves into the run (28.2 -> 29.2 measured), no commit is added.
+BUDGET = {"reply": 11, "identify": 30, "ask": 14}
 COMMITS = {"reply": 1, "identify": 4, "ask": 2}
 
 

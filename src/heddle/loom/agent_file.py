@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import jsonschema
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
@@ -59,6 +60,14 @@ class HostedTool(BaseModel):
             raise ValueError("must be a JSON Schema with type: object")
         if "properties" in v and not isinstance(v["properties"], dict):
             raise ValueError("properties must be a mapping")
+        # Every call's arguments are checked against it (loom/tool_steps.py): refuse, at save, a
+        # schema that could not check anything.
+        validator = jsonschema.validators.validator_for(v, default=jsonschema.Draft202012Validator)
+        try:
+            validator.check_schema(v)
+        except jsonschema.SchemaError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path)
+            raise ValueError(f"is not a valid JSON Schema ({where or 'top level'}: {exc.message[:200]})") from None
         return v
 
     @field_validator("name")

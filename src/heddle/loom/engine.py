@@ -40,12 +40,13 @@ from heddle.loom.serializers import message_dict, run_dict
 from heddle.loom.states import (
     CALL_AWAITING_APPROVAL,
     CALL_AWAITING_OUTCOME,
-    CALL_EVENT_FOR_STATUS,
     CALL_FAILED,
     CALL_PENDING,
     RUNNING,
+    RunFailure,
     StaleExecutor,
 )
+from heddle.loom.tool_steps import ToolSteps
 from heddle.loom.tools import ToolKinds, Toolset, ToolsUnavailable
 from heddle.loom.turn_record import (
     attempts_of,
@@ -59,22 +60,11 @@ from heddle.loom.views import render_run
 from heddle.observability import tracing
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
-from heddle.text import mark_nul_replaced, replace_nul
+from heddle.text import replace_nul
 
 log = get_logger(__name__)
 
 _INSERT_TURN = insert(Turn.__table__)
-
-
-class RunFailure(Exception):
-    """The run fails with `code` and `message`; `turn` is a `turns` row stored with the failure
-    (a model call that gave no usable reply, recorded with its attempts: loom/turn_record.py)."""
-
-    def __init__(self, code: str, message: str, *, turn: dict[str, Any] | None = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.turn = turn
 
 
 class RunEngine:
@@ -91,6 +81,8 @@ class RunEngine:
         self.metrics = metrics
         # Model calls in flight, so that a cancel abandons one at once (see nudge()).
         self.model_calls = ModelCalls(db)
+        # The pending tool calls of a turn (loom/tool_steps.py).
+        self.tool_steps = ToolSteps(uow, tools, metrics, settings.run_tool_concurrency)
 
     def nudge(self, run_id: uuid.UUID) -> None:
         """The run changed under this executor (a cancel): abandon its model call if it stopped."""
@@ -175,7 +167,7 @@ class RunEngine:
                                                         provider=provider, report=history)
         realtime = bool(realtime) and self.events() is not None
         if pending:
-            await self._run_tool(run, agent, pending[0], fence)
+            await self.tool_steps.run(run, agent, pending, fence)
             return True
         if approval:
             await self._pause(fence, "await_approval")  # asks before the call is made
@@ -308,64 +300,6 @@ class RunEngine:
     async def _render(self, session, run: Run, latest: Message) -> dict[str, Any]:
         """The run as the API shows it, from what this step already knows (no read but its connection)."""
         return run_dict(run, latest=latest, connection=await q.connection_ref(session, run.connection_id))
-
-    # -- tool calls -----------------------------------------------------------------------
-
-    async def _run_tool(self, run: Run, agent: Agent, call: ToolCall, fence: Fence) -> None:
-        definition = self.tools.definition(agent, call.name) or {}
-        kind = self.tools.of(call)
-        if kind is not None and kind.unknown_fate(call):
-            # A previous process started this call and died: its fate is unknown.
-            await self._record_tool(run, fence, call, CALL_AWAITING_OUTCOME, {"error": {
-                "code": "unknown_fate", "message": "The server stopped during this call; confirm its outcome."}})
-            return
-        # The tool kind writes its own fenced marks (an in-flight attempt, a charge) and checks
-        # the fence before each attempt, so a stale executor calls no tool host.
-        try:
-            execution = await self.tools.execute(run, call, definition, fence)
-        except StaleExecutor:
-            stopped = kind.stopped(call) if kind is not None else None
-            if stopped is not None:
-                await self._record_stopped(run, fence, call, stopped)
-            raise
-        await self._record_tool(run, fence, call, execution.status, execution.result, execution)
-
-    async def _record_tool(self, run: Run, fence: Fence, call: ToolCall, status: str,
-                           result: dict[str, Any] | None, execution=None) -> None:
-        """The call's result, in one fenced transaction (`run` and `call` as this step read them)."""
-        async with self.uow.transaction(fence=fence, workspace_id=run.workspace_id) as work:
-            run_values: dict[str, Any] = {}
-            fields: dict[str, Any] = {"result": result}
-            if execution is not None:
-                fields["patch_ref"] = execution.patch_ref
-                if execution.attempts:
-                    # This step read the attempts before its own in-flight mark (replaced by the
-                    # real attempts); a crashed process's earlier attempts stay in the trace.
-                    fields["attempts"] = [*(call.attempts or []), *execution.attempts]
-                if execution.connection_id and run.connection_id is None:
-                    run_values["connection_id"] = execution.connection_id
-                fields["cost_micro"] = execution.cost_micro
-                if execution.cost_micro:
-                    run_values["cost_micro"] = run.cost_micro + execution.cost_micro
-            fields = mark_nul_replaced(fields, call.attempts)  # a host's U+0000, replaced and recorded
-            # A call that was in flight when its run was cancelled is still recorded (its side
-            # effect may have happened); any other loss of the run stops here (StaleExecutor).
-            await work.hold_or_cancelled(**run_values)
-            if execution is not None and execution.cost_micro and not execution.charged:
-                try:
-                    await work.charge(run, execution.cost_micro, reason="tool_call", ref=str(call.id))
-                except InsufficientCredits:
-                    raise RunFailure("insufficient_credits",
-                                     "The workspace could not pay for a tool call.") from None
-            # Conditional on the call still being pending: a resolved call never moves back.
-            await work.move_call(call.id, CALL_PENDING, CALL_EVENT_FOR_STATUS[status], **fields)
-
-    async def _record_stopped(self, run: Run, fence: Fence, call: ToolCall, result: dict[str, Any]) -> None:
-        """A cancel in the middle of a call (between two attempts of an idempotent one) stops it: record that."""
-        try:
-            await self._record_tool(run, fence, call, CALL_FAILED, result)
-        except (StaleExecutor, HeddleError):
-            pass  # not cancelled (another executor holds the run), or the call was already settled
 
     async def _ask(self, run: Run, fence: Fence, call: ToolCall, realtime: bool) -> None:
         question = str((call.args or {}).get("question") or "").strip() or "Could you tell me more?"

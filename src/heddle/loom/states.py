@@ -95,6 +95,19 @@ class StaleExecutor(Exception):
         self.why = why
 
 
+class RunFailure(Exception):
+    """A step ends the run as `failed` with `code` (a limit, the model, credits): the engine's
+    top level moves it by `fail` (heddle/loom/engine.py). `turn` is a `turns` row stored with the
+    failure (a model call that gave no usable reply, recorded with its attempts:
+    loom/turn_record.py)."""
+
+    def __init__(self, code: str, message: str, *, turn: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.turn = turn
+
+
 class InvalidTransition(HeddleError):
     def __init__(self, state: str, event: str):
         super().__init__("invalid_state_transition",

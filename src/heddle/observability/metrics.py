@@ -101,8 +101,8 @@ class Metrics:
             "connection, stream_broken, stream_incomplete)",
             ["model_class", "reason"], registry=self.registry,
         )
-        # Tool calls of runs (the engine increments them): kind is the tool's kind, status is
-        # ok | error | refused (arguments invalid, not approved) | timeout.
+        # Tool calls of runs (loom/tool_steps.py increments them): kind is the tool's kind, status
+        # is ok | error | refused (arguments invalid) | timeout | unknown (fate unknown).
         self.tool_calls = Counter(
             "heddle_tool_calls_total", "Tool calls of runs by tool kind and status", ["kind", "status"],
             registry=self.registry,

@@ -4,7 +4,9 @@ Rows are queued by the HTTP middleware and written in batches off the request pa
 logging never adds a database write to a request's latency: one transaction per
 `HEDDLE_REQUEST_LOG_FLUSH_SECONDS` (0.5 s) at most, whatever the request rate (at 50 ms, a run
 and its polls cost one or two commits of their own on PostgreSQL). A `Service-Run` header is only
-kept when that run belongs to the caller's workspace (checked per batch).
+kept when that run belongs to the caller's workspace (checked per batch). A run's own built-in
+calls (the `identify` tool) are not queued: the step that records the call writes its row in the
+same transaction (`insert_rows`), so the run's trace lists it as soon as the run has ended.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from sqlalchemy import String, Uuid, column, insert, select, table
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.db.base import Database, utcnow
 from heddle.observability.logging import get_logger
@@ -118,19 +121,27 @@ class RequestLogWriter:
                         select(_RUNS.c.id, _RUNS.c.workspace_id).where(_RUNS.c.id.in_(claimed))
                     )
                     owners = dict(result.all())
-                values = []
-                for r in rows:
-                    run_id = r.run_id
-                    if run_id and not r.run_verified and owners.get(run_id) != r.workspace_id:
-                        run_id = None  # not this workspace's run: never attribute
-                    values.append({
-                        "request_id": r.request_id, "method": r.method, "path": r.path[:500],
-                        "status": r.status, "latency_ms": round(r.latency_ms, 3),
-                        "workspace_id": r.workspace_id, "key_id": r.key_id, "auth_mode": r.auth_mode,
-                        "run_id": run_id, "created_at": r.created_at,
-                    })
-                # One Core executemany: the ORM's unit of work cost more than the insert itself.
-                await session.execute(_INSERT, values)
+                await insert_rows(session, rows, owners)
         except Exception:  # never let logging take the service down
             self._metrics.request_log_dropped.inc(len(rows))
             log.exception("request_log_write_failed", rows=len(rows))
+
+
+async def insert_rows(session: AsyncSession, rows: list[LoggedRequest],
+                      owners: dict[uuid.UUID, str] | None = None) -> None:
+    """Write `rows` in the caller's transaction. A run named by an unverified row is kept only
+    when `owners` says it is the row's workspace's; a built-in tool call's own row (verified)
+    is written by the step that records the call, so its run's trace has it at once."""
+    values = []
+    for r in rows:
+        run_id = r.run_id
+        if run_id and not r.run_verified and (owners or {}).get(run_id) != r.workspace_id:
+            run_id = None  # not this workspace's run: never attribute
+        values.append({
+            "request_id": r.request_id, "method": r.method, "path": r.path[:500],
+            "status": r.status, "latency_ms": round(r.latency_ms, 3),
+            "workspace_id": r.workspace_id, "key_id": r.key_id, "auth_mode": r.auth_mode,
+            "run_id": run_id, "created_at": r.created_at,
+        })
+    # One Core executemany: the ORM's unit of work cost more than the insert itself.
+    await session.execute(_INSERT, values)

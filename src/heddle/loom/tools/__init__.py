@@ -107,6 +107,15 @@ class ToolKinds:
                 entries.append(entry)
         return Toolset(self, entries)
 
+    def parameters(self, agent: Agent, name: str) -> dict[str, Any] | None:
+        """The JSON Schema the agent's tool `name` declares for its arguments (as the model sees
+        it), or None when it has none; every call's arguments are checked against it first."""
+        for tool in agent.tools:
+            found = self._declaring(tool)
+            if found is not None and found[1] == name:
+                return found[0].spec(tool).parameters
+        return None
+
     def of(self, call: ToolCall) -> ToolKind | None:
         return self._by_kind.get(call.kind)
 

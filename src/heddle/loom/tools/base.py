@@ -15,6 +15,7 @@ from heddle.loom.lease import Fence
 from heddle.loom.models import Run, ToolCall
 from heddle.loom.providers.base import ToolSpec
 from heddle.loom.states import CALL_FAILED
+from heddle.observability.request_log import LoggedRequest
 
 
 @dataclass
@@ -28,6 +29,9 @@ class ToolExecution:
     charged: bool = False
     attempts: list[dict[str, Any]] = field(default_factory=list)
     connection_id: uuid.UUID | None = None
+    # Request-log rows the call made (a built-in call is logged like an API call): written in
+    # the transaction that records the call, so the run's trace has them once the run ends.
+    logged: list[LoggedRequest] = field(default_factory=list)
 
 
 def failed(code: str, message: str, connection_id: uuid.UUID | None = None) -> ToolExecution:

@@ -71,17 +71,25 @@ class IdentifyTool:
             request = IdentifyRequest.model_validate(call.args or {})
             data, charged = await identify_and_charge(self.charging, workspace_id=run.workspace_id,
                                                       key_id=run.key_id, request=request, charge=charge)
-            return ToolExecution(status=CALL_SUCCEEDED, result=data, cost_micro=charged, charged=True)
+            execution = ToolExecution(status=CALL_SUCCEEDED, result=data, cost_micro=charged, charged=True)
         except ValidationError as exc:
             status = 400
             fields = ", ".join(".".join(str(p) for p in e["loc"]) or "(args)" for e in exc.errors())
-            return failed("invalid_request", f"identify arguments are invalid: {fields}")
+            execution = failed("invalid_request", f"identify arguments are invalid: {fields}")
         except HeddleError as exc:
             status = exc.status
-            return failed(exc.code, exc.message)
-        finally:
-            if self.request_log is not None:
-                self.request_log.submit(LoggedRequest(
-                    request_id=uuid.uuid4().hex, method="POST", path="/v1/identify", status=status,
-                    latency_ms=(time.perf_counter() - started) * 1000, workspace_id=run.workspace_id,
-                    key_id=run.key_id, auth_mode="internal", run_id=run.id, run_verified=True))
+            execution = failed(exc.code, exc.message)
+        except BaseException:
+            # Not recorded (a stale executor, a cancel): the lookup is still logged, by the writer.
+            self._log(run, started, status, lambda row: self.request_log.submit(row))
+            raise
+        # Written with the call's record (loom/tool_steps.py): in the trace before the run ends.
+        self._log(run, started, status, execution.logged.append)
+        return execution
+
+    def _log(self, run: Run, started: float, status: int, write) -> None:
+        if self.request_log is not None:
+            write(LoggedRequest(
+                request_id=uuid.uuid4().hex, method="POST", path="/v1/identify", status=status,
+                latency_ms=(time.perf_counter() - started) * 1000, workspace_id=run.workspace_id,
+                key_id=run.key_id, auth_mode="internal", run_id=run.id, run_verified=True))
