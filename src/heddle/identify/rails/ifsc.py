@@ -51,14 +51,15 @@ class IfscRail:
         account = digits_account(self.rail, account_number, range(9, 19), "An Indian account number")
         curated = ctx.directory.curated
         record = ctx.directory.imported(self.rail, code)
-        gone = _withdrawn(code, record is not None, ctx)
+        # One search of the shipped list answers both "is it withdrawn?" and "which branch?".
+        shipped = ctx.directory.ifsc_branches.branch(code)
+        gone = _withdrawn(code, record is not None or shipped is not None, ctx)
         if gone is not None:
             return not_found(self.rail, gone, country="IN", account_number=account)
         # A sub-member code belongs to the bank that leases it, whatever its first four
         # letters (and the RBI list files it under the sponsor bank's name).
         holder = curated.ifsc_sublets.holder(code)
         bank = holder or curated.ifsc_banks.get(code[:4])
-        shipped = ctx.directory.ifsc_branches.branch(code)
         leased_shape = (
             holder is None
             and bank is not None
@@ -101,17 +102,16 @@ class IfscRail:
             )
         # The holder of a sub-member code, or the bank the first four letters name (it leases
         # no codes of this shape); the shipped list adds the branch, its city and its rails.
-        institution = dataclasses.replace(bank, code=code)
-        rails = None
-        if shipped is not None:
-            institution = dataclasses.replace(institution, branch=shipped.name, city=shipped.city or institution.city)
-            rails = shipped.rails
-        return identified(self.rail, institution, rails=rails, account_number=account)
+        if shipped is None:
+            return identified(self.rail, dataclasses.replace(bank, code=code), account_number=account)
+        institution = dataclasses.replace(bank, code=code, branch=shipped.name, city=shipped.city or bank.city)
+        return identified(self.rail, institution, rails=shipped.rails, account_number=account)
 
 
-def _withdrawn(code: str, imported: bool, ctx: LookupContext) -> str | None:
+def _withdrawn(code: str, listed: bool, ctx: LookupContext) -> str | None:
     """Why an IFSC no longer exists, or None: its bank merged into another (every code of it
-    was withdrawn), or RBI's list gives its bank's branches and this code is not among them."""
+    was withdrawn), or RBI's list gives its bank's branches and this code is not among them.
+    `listed`: an imported row or the shipped list has the code."""
     curated = ctx.directory.curated
     merged = curated.ifsc_merged.get(code[:4])
     if merged is not None:
@@ -126,7 +126,7 @@ def _withdrawn(code: str, imported: bool, ctx: LookupContext) -> str | None:
             "for it."
         )
     branches = ctx.directory.ifsc_branches
-    if imported or not branches.covers(code[:4]) or branches.exists(code):
+    if listed or not branches.covers(code[:4]):
         return None
     bank = curated.ifsc_banks.get(code[:4])
     whose = f"{bank.name}'s" if bank else f"bank code {code[:4]}'s"
