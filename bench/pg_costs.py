@@ -69,23 +69,47 @@ class Stats:
 
 
 def normalise(statement: str) -> str:
-    return _LITERALS.sub("?", " ".join(statement.split()))[:110]
+    return _LITERALS.sub("?", " ".join(statement.split()))
+
+
+SHOWN = 110  # characters of a statement in the listings (whole ones are classified)
 
 
 def read_statements(log_path: str, offset: int, dbname: str) -> list[tuple[int, str]]:
-    """(backend pid, normalised statement) of the database's logged statements after `offset`."""
-    out = []
+    """(backend pid, normalised statement) of the database's logged statements after `offset`
+    (a statement of several lines is whole: the server writes its later lines after a tab)."""
+    out: list[tuple[int, str]] = []
+    open_statement = False  # the last line was one of this database's statements
     with open(log_path, errors="replace") as f:
         f.seek(offset)
         for line in f:
-            m = _LINE.match(line.rstrip("\n"))
-            if m and m.group(3) == dbname:
-                out.append((int(m.group(1)), normalise(m.group(4))))
-    return out
+            line = line.rstrip("\n")
+            if line.startswith("\t"):
+                if open_statement:
+                    out[-1] = (out[-1][0], out[-1][1] + " " + line)
+                continue
+            m = _LINE.match(line)
+            open_statement = bool(m and m.group(3) == dbname)
+            if open_statement:
+                out.append((int(m.group(1)), m.group(4)))
+    return [(pid, normalise(text)) for pid, text in out]
+
+
+# A statement outside a transaction block that only reads commits nothing: PostgreSQL gives a
+# read-only transaction no transaction id and writes no commit record for it (no WAL, no flush),
+# which is why Heddle's read sessions run that way (heddle/db/base.py). A SELECT counts only when
+# it calls a function that writes (procrastinate's, `pg_notify`) or locks rows.
+_WRITING_SELECT = re.compile(r"\b(procrastinate_\w+|pg_notify|nextval|setval)\s*\(|\bFOR (NO KEY )?(UPDATE|SHARE)\b",
+                             re.IGNORECASE)
+
+
+def _writes(word: str, text: str) -> bool:
+    return word not in ("SELECT", "SHOW", "SET", "") or bool(_WRITING_SELECT.search(text))
 
 
 def commits_of(statements: list[tuple[int, str]]) -> Counter:
-    """Transactions committed per backend pid, replaying each backend's statements in order."""
+    """Transactions committed per backend pid, replaying each backend's statements in order:
+    every COMMIT of a block, and every statement outside one that may write (`_writes`)."""
     in_block: dict[int, bool] = {}
     commits: Counter = Counter()
     for pid, text in statements:
@@ -97,7 +121,7 @@ def commits_of(statements: list[tuple[int, str]]) -> Counter:
             commits[pid] += 1
         elif word in ("ROLLBACK", "ABORT"):
             in_block[pid] = False
-        elif not in_block.get(pid) and word not in ("SAVEPOINT", "RELEASE", ""):
+        elif not in_block.get(pid) and word not in ("SAVEPOINT", "RELEASE") and _writes(word, text):
             commits[pid] += 1  # an implicit transaction of its own
     return commits
 
@@ -129,7 +153,7 @@ def measure(workers: int, runs: int, idle_s: float, kinds=("scripted", "tool50")
         cpu1, t1 = layout_cpu(dep, backends), time.monotonic()
         logged = read_statements(pg_log, offset, dep.name)
         idle_rate = sum(commits_of(logged).values()) / (t1 - t0)
-        idle_statements = Counter((backends.get(pid, "?"), text) for pid, text in logged)
+        idle_statements = Counter((backends.get(pid, "?"), text[:SHOWN]) for pid, text in logged)
         result["idle"] = {"commits_per_s": round(idle_rate, 3), "seconds": round(t1 - t0, 1),
                           "cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
                           "statements_per_s": [(proc, text, round(v / (t1 - t0), 3))
@@ -151,7 +175,7 @@ def measure(workers: int, runs: int, idle_s: float, kinds=("scripted", "tool50")
             for pid, v in per_backend.items():
                 commits_by_process[backends.get(pid, "?")] += v
             by_process = Counter(backends.get(pid, "?") for pid, _ in statements)
-            by_statement = Counter((backends.get(pid, "?"), text) for pid, text in statements)
+            by_statement = Counter((backends.get(pid, "?"), text[:SHOWN]) for pid, text in statements)
             n = len(r.done_ms)
             cpu = {"heddle-serve": 0.0, "heddle-worker": 0.0}
             for i, p in enumerate(dep.procs):  # the API first, then the workers

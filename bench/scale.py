@@ -20,7 +20,13 @@ the ratios the issue asks for, and the I/O-bound scaling curve: runs whose tool 
 1 API + workers of growing total concurrency (workers x --concurrency), conversations twice
 the executor's concurrency, so the executor is always full.
 
-    python bench/scale.py [--runs 12] [--no-aegra] [--no-curve] [--only-embedded] [--json]
+    python bench/scale.py [--runs 12] [--rounds 3] [--no-aegra] [--no-curve] [--only-embedded]
+                          [--layouts none|'in-process,2 API'] [--no-tool] [--json]
+
+The embedded default and PostgreSQL 1 API + 1 worker (the pair the issue's ratios compare) run
+side by side: both up at once, their rounds interleaved `--rounds` times per level, each row the
+median of its rounds (single rounds minutes apart differed by a third on this shared machine).
+The other layouts and Aegra get one round per level.
 
 The machine's load average is printed at the start and end: figures are only comparable
 within one run.
@@ -33,6 +39,7 @@ import asyncio
 import json
 import os
 import secrets
+import statistics
 import sys
 from pathlib import Path
 
@@ -88,38 +95,110 @@ def measured_round(label: str, base_url, threads: int, runs: int, calls, pids: l
     return row
 
 
-def embedded(runs: int, levels=LEVELS) -> list[dict]:
-    """One `heddle serve` process on SQLite (the default), scripted runs."""
+class EmbeddedSystem:
+    """One `heddle serve` process on SQLite (the default), warmed up, measured round by round."""
+
+    label = "embedded (1 serve, SQLite)"
+
+    def __enter__(self) -> EmbeddedSystem:
+        self.server = Server().__enter__()
+        ws, self.secret = self.server.tenant()
+        self.agent = scripted_agent(self.server.db_url, ws)
+        asyncio.run(run_round("warm-up", self.server.base_url, 4, 2, *heddle_calls(self.secret, self.agent, "warm")))
+        self.rounds = 0
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.__exit__(*exc)
+
+    def round(self, kind: str, threads: int, runs: int) -> dict:
+        assert kind == "scripted"
+        self.rounds += 1
+        return {"kind": kind, **measured_round(
+            self.label, self.server.base_url, threads, runs,
+            heddle_calls(self.secret, self.agent, f"scale{threads}r{self.rounds}"), [self.server.proc.pid])}
+
+
+class PostgresSystem:
+    """A PostgreSQL layout (bench/scale_queue.py `Deployment`) with its tool host, warmed up."""
+
+    def __init__(self, label: str, apis: int, workers: int):
+        self.label, self.apis, self.workers = label, apis, workers
+
+    def __enter__(self) -> PostgresSystem:
+        from scale_queue import PG_ADMIN, Deployment, ToolHost, _calls
+
+        self.host = ToolHost().__enter__()
+        try:
+            self.dep = Deployment(self.workers, 16, apis=self.apis).__enter__()
+        except BaseException:
+            self.host.__exit__(None, None, None)
+            raise
+        self.secret, self.agent = self.dep.seed(self.host)
+        self.db = (PG_ADMIN, self.dep.name)
+        self._calls = _calls
+        asyncio.run(run_round("warm-up", self.dep.base_urls, 4, 2, *_calls(self.secret, self.agent, "warm", "hello")))
+        self.rounds = 0
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.dep.__exit__(*exc)
+        finally:
+            self.host.__exit__(*exc)
+
+    def round(self, kind: str, threads: int, runs: int) -> dict:
+        self.rounds += 1
+        message = {"scripted": "hello", "tool50": "call: slow50 {}"}[kind]
+        before = self.host.calls
+        row = measured_round(self.label, self.dep.base_urls, threads, runs,
+                             self._calls(self.secret, self.agent, f"{kind}{threads}r{self.rounds}", message),
+                             [p.pid for p in self.dep.procs], self.db)
+        if kind == "tool50":
+            assert self.host.calls - before == row["runs"], "each run calls the tool exactly once"
+        return {"kind": kind, **row}
+
+
+def median_row(rows: list[dict]) -> dict:
+    """Rounds of one system and level as one row: the median of each figure over the rounds."""
+    if len(rows) == 1:
+        return rows[0]
+    out = dict(rows[0])
+    for key in ("done_median_ms", "runs_per_s", "polls_per_run", "cpu_ms_per_run"):
+        out[key] = round(statistics.median(r[key] for r in rows), 2)
+    out["runs"] = sum(r["runs"] for r in rows)
+    out["rounds"] = len(rows)
+    return out
+
+
+def side_by_side(runs: int, rounds: int, levels=LEVELS) -> list[dict]:
+    """The embedded default and PostgreSQL 1 API + 1 worker, both up at once, their rounds
+    interleaved (embedded, PostgreSQL, embedded, ...) `rounds` times per level, so that both see
+    the same machine; each row is the median over its rounds."""
     results = []
-    with Server() as server:
-        ws, secret = server.tenant()
-        agent = scripted_agent(server.db_url, ws)
-        asyncio.run(run_round("warm-up", server.base_url, 4, 2, *heddle_calls(secret, agent, "warm")))
+    with EmbeddedSystem() as emb, PostgresSystem(*PG_LAYOUTS[1]) as pg:
         for threads in levels:
-            results.append({"kind": "scripted", **measured_round(
-                "embedded (1 serve, SQLite)", server.base_url, threads, runs_per_thread(threads, runs),
-                heddle_calls(secret, agent, f"scale{threads}"), [server.proc.pid])})
+            got: dict[str, list[dict]] = {"emb": [], "pg": []}
+            for _ in range(rounds):
+                got["emb"].append(emb.round("scripted", threads, runs_per_thread(threads, runs)))
+                got["pg"].append(pg.round("scripted", threads, runs_per_thread(threads, runs)))
+            results += [median_row(got["emb"]), median_row(got["pg"])]
+        results.append(pg.round("tool50", 100, runs_per_thread(100, runs)))
     return results
+
+
+def embedded(runs: int, levels=LEVELS) -> list[dict]:
+    """The embedded default alone, one round per level."""
+    with EmbeddedSystem() as emb:
+        return [emb.round("scripted", threads, runs_per_thread(threads, runs)) for threads in levels]
 
 
 def postgres_layout(label: str, apis: int, workers: int, runs: int, levels=LEVELS, tool_level: int = 100) -> list[dict]:
-    from scale_queue import PG_ADMIN, Deployment, ToolHost, _calls
-
-    results = []
-    with ToolHost() as host, Deployment(workers, 16, apis=apis) as dep:
-        secret, agent = dep.seed(host)
-        pids, db = [p.pid for p in dep.procs], (PG_ADMIN, dep.name)
-        asyncio.run(run_round("warm-up", dep.base_urls, 4, 2, *_calls(secret, agent, "warm", "hello")))
-        rounds = [("scripted", "hello", t) for t in levels] + ([("tool50", "call: slow50 {}", tool_level)]
-                                                                if tool_level else [])
-        for kind, message, threads in rounds:
-            before = host.calls
-            row = measured_round(label, dep.base_urls, threads, runs_per_thread(threads, runs),
-                                 _calls(secret, agent, f"{kind}{threads}", message), pids, db)
-            if kind == "tool50":
-                assert host.calls - before == row["runs"], "each run calls the tool exactly once"
-            results.append({"kind": kind, **row})
-    return results
+    with PostgresSystem(label, apis, workers) as system:
+        rows = [system.round("scripted", threads, runs_per_thread(threads, runs)) for threads in levels]
+        if tool_level:
+            rows.append(system.round("tool50", tool_level, runs_per_thread(tool_level, runs)))
+    return rows
 
 
 def aegra(runs: int, levels=LEVELS) -> list[dict]:
@@ -187,19 +266,28 @@ def ratios(results: list[dict]) -> list[tuple[str, float, str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=12, help="runs per conversation at 1 (fewer at more)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="interleaved rounds of the embedded default and PG 1 API + 1 worker per level (medians)")
     parser.add_argument("--no-aegra", action="store_true")
     parser.add_argument("--no-curve", action="store_true", help="skip the I/O-bound scaling curve")
     parser.add_argument("--only-embedded", action="store_true", help="the embedded default at 1, 10 and 100 threads")
+    parser.add_argument("--layouts", default="",
+                        help="comma-separated prefixes of the other PostgreSQL layouts to run (default: all; "
+                             "'none': only the side-by-side pair), e.g. 'in-process,2 API'")
+    parser.add_argument("--no-tool", action="store_true", help="skip the tool50 rounds of the PostgreSQL layouts")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    wanted = [p.strip() for p in args.layouts.split(",") if p.strip()]
     load = [os.getloadavg()]
     if args.only_embedded:
         results, curve = embedded(args.runs, THREADS), []
     else:
-        results = embedded(args.runs)
+        results = side_by_side(args.runs, args.rounds)
         for label, apis, workers in PG_LAYOUTS:
+            if label == PG_LAYOUTS[1][0] or (wanted and not any(label.startswith(p) for p in wanted)):
+                continue  # 1 API + 1 worker: measured side by side with the embedded default
             try:
-                results += postgres_layout(label, apis, workers, args.runs)
+                results += postgres_layout(label, apis, workers, args.runs, tool_level=0 if args.no_tool else 100)
             except Exception as exc:  # reported; the rest of the table stands
                 print(f"{label}: not (fully) measured ({type(exc).__name__}: {exc})", file=sys.stderr)
         if not args.no_aegra:

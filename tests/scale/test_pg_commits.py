@@ -5,8 +5,10 @@ PostgreSQL database with the PostgreSQL event bus. Every transaction a client of
 commits is counted, whichever process and library made it (Heddle's sessions, the request log,
 procrastinate's job bookkeeping, the bus): the database logs every statement of this database
 (`log_statement = all`, set on it alone), and each backend's statements are replayed in order,
-counting each COMMIT and each statement outside a transaction block (bench/pg_costs.py
-`commits_of`, which gives the same figures by process and cause).
+counting each COMMIT and each statement outside a transaction block that may write (bench/pg_costs.py
+`commits_of`, which gives the same figures by process and cause). A plain SELECT outside a block
+(Heddle's read sessions on PostgreSQL, heddle/db/base.py) commits nothing: PostgreSQL gives a
+read-only transaction no transaction id and writes no commit record for it.
 
 Not counted: the read-only transactions PostgreSQL opens by itself in a LISTENing backend to
 read the notification queue (`pg_stat_database.xact_commit` has them: one per listener per

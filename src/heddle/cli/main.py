@@ -125,7 +125,16 @@ def worker(concurrency: int | None = typer.Option(None, "--concurrency", min=1,
         health = _listen_or_exit("worker", settings.host, settings.worker_port, port_file)
         sys.stderr.write(f"Heddle worker; health and metrics on http://{settings.host}:{health.getsockname()[1]}\n")
     configure_logging(settings.log_level, settings.log_json)
-    asyncio.run(run_worker_process(
+    # uvloop where it is installed (uvicorn[standard] brings it), as `heddle serve` has through
+    # uvicorn: a worker's time goes to socket round trips with the database, which uvloop makes
+    # cheaper than asyncio's selector loop (about a fifth of a run's step, bench/scale.py).
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - a platform without uvloop
+        runner = asyncio.run
+    else:
+        runner = uvloop.run
+    runner(run_worker_process(
         settings, concurrency=settings.worker_concurrency, health_socket=health,
         shutdown_grace=settings.worker_shutdown_grace, heartbeat_seconds=settings.worker_heartbeat_seconds,
         stalled_seconds=settings.worker_stalled_seconds))

@@ -163,7 +163,13 @@ class Database:
         self.engine = create_engine(url, **engine_kwargs)
         # Inline SQLite (heddle/db/sqlite_inline.py): ending a session never waits on I/O.
         self.inline = is_inline_sqlite(url)
-        self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        # Reads on PostgreSQL run without a transaction of their own (autocommit): under READ
+        # COMMITTED, PostgreSQL's default and ours, every statement of a transaction takes its
+        # own snapshot anyway, so BEGIN and ROLLBACK around a read bought no consistency, only
+        # two round trips (half the statements of a poll). SQLite keeps its read transactions:
+        # there they are one snapshot (WAL), and cost no round trip.
+        reads = self.engine if is_sqlite(url) else self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self.sessionmaker = async_sessionmaker(reads, expire_on_commit=False)
         self.write_sessionmaker = async_sessionmaker(
             self.engine.execution_options(sqlite_write=True), expire_on_commit=False)
 
@@ -173,7 +179,9 @@ class Database:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
-        """A session for reads (on SQLite its transactions begin deferred)."""
+        """A session for reads: on PostgreSQL each statement commits on its own (nothing a read
+        session writes is ever rolled back: write through `transaction` or `write_session`); on
+        SQLite its transactions begin deferred."""
         async with self._closing(self.sessionmaker()) as session:
             yield session
 
@@ -188,6 +196,17 @@ class Database:
         """A write session inside one transaction: committed on exit, rolled back on error."""
         async with self._closing(self.write_sessionmaker()) as session, session.begin():
             yield session
+
+    @asynccontextmanager
+    async def single_statement(self) -> AsyncIterator[AsyncSession]:
+        """A session for one write statement, atomic by itself: on PostgreSQL it commits on its
+        own (no BEGIN and COMMIT round trips around it); on SQLite a write transaction."""
+        if self.is_sqlite:
+            async with self.transaction() as session:
+                yield session
+        else:
+            async with self.session() as session:
+                yield session
 
     @asynccontextmanager
     async def _closing(self, session: AsyncSession) -> AsyncIterator[AsyncSession]:

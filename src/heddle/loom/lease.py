@@ -119,14 +119,14 @@ async def claim(db: Database, run_id: uuid.UUID, owner: str, lease: dt.timedelta
     # Lease bookkeeping is not a change a caller can see: `updated_at` stays as it is.
     statement = statement.values(fence=_runs.c.fence + 1, lease_owner=owner, lease_expires_at=now + lease,
                                  updated_at=_runs.c.updated_at).returning(_runs.c.fence)
-    async with db.transaction() as session:
+    async with db.single_statement() as session:
         token = (await session.execute(statement)).scalar()
     return None if token is None else Fence(run_id, token, lease)
 
 
 async def renew(db: Database, fence: Fence) -> bool:
     """Extend the lease; False when the run was lost (then stop renewing)."""
-    async with db.transaction() as session:
+    async with db.single_statement() as session:
         result = await session.execute(_HOLD, {"rid": fence.run_id, "token": fence.token,
                                                "expires": utcnow() + fence.lease})
     return result.rowcount == 1
@@ -134,7 +134,7 @@ async def renew(db: Database, fence: Fence) -> bool:
 
 async def release(db: Database, fence: Fence) -> None:
     """Give the lease back (a no-op when another executor holds the run by now)."""
-    async with db.transaction() as session:
+    async with db.single_statement() as session:
         await session.execute(
             update(_runs).where(_runs.c.id == fence.run_id, _runs.c.fence == fence.token)
             .values(lease_owner=None, lease_expires_at=None, updated_at=_runs.c.updated_at))

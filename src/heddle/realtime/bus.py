@@ -263,7 +263,10 @@ class BusRelay:
     async def _deliver(self, message: str) -> None:
         try:
             for channel, event, data in decode_events(message):
-                await self.hub.publish(channel, event, data)
+                # Checked where it was published: with nobody here on the channel (most events
+                # of an API process), there is nothing to encode or send.
+                if self.hub.has_subscribers(channel):
+                    await self.hub.publish(channel, event, data)
                 self.relayed += 1
                 for observe in self.observers:
                     observe(channel, event, data)
