@@ -170,6 +170,7 @@ class Database:
         # there they are one snapshot (WAL), and cost no round trip.
         reads = self.engine if is_sqlite(url) else self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self.sessionmaker = async_sessionmaker(reads, expire_on_commit=False)
+        self.cursor_sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         self.write_sessionmaker = async_sessionmaker(
             self.engine.execution_options(sqlite_write=True), expire_on_commit=False)
 
@@ -195,6 +196,13 @@ class Database:
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A write session inside one transaction: committed on exit, rolled back on error."""
         async with self._closing(self.write_sessionmaker()) as session, session.begin():
+            yield session
+
+    @asynccontextmanager
+    async def streaming_session(self) -> AsyncIterator[AsyncSession]:
+        """A read session inside a transaction (rolled back at the end), for `session.stream()`:
+        a server-side cursor lives in a transaction on PostgreSQL."""
+        async with self._closing(self.cursor_sessionmaker()) as session:
             yield session
 
     @asynccontextmanager

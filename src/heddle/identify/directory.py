@@ -146,7 +146,7 @@ class Directory:
         imported: dict[tuple[str, str], DirectoryRecord] = {}
         counts: dict[str, int] = {}
         gleif: list[tuple[Institution, str]] = []  # BIC-keyed rows: GLEIF's BIC-to-LEI file
-        async with db.session() as session:
+        async with db.streaming_session() as session:
             result = await session.stream(select(*columns).execution_options(yield_per=5000))
             async for rail, code, *fields in result:
                 record = imported[(rail, code)] = record_from_row(rail, code, *fields)

@@ -160,7 +160,7 @@ async def _count(session, rail: str, *, other_than: str | None = None) -> int:
 async def imported_codes(db: Database) -> dict[str, set[str]]:
     """Codes imported per rail."""
     codes: dict[str, set[str]] = {}
-    async with db.session() as session:
+    async with db.streaming_session() as session:
         result = await session.stream(
             select(DirectoryEntry.rail, DirectoryEntry.code).execution_options(yield_per=5000))
         async for rail, code in result:
