@@ -38,7 +38,11 @@ def _python312() -> str:
     candidates += [shutil.which(n) for n in ("python3.13", "python3.12")]
     candidates += sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.1[2-9]*/bin/python")), reverse=True)
     for candidate in candidates:
-        if candidate and Path(candidate).exists():
+        # A pyenv shim exists for every installed version but answers 127 outside its own
+        # version's directories: ask the interpreter itself.
+        if candidate and Path(candidate).exists() and subprocess.run(
+                [candidate, "-c", "import sys; assert sys.version_info >= (3, 12)"],
+                capture_output=True).returncode == 0:
             return candidate
     raise RuntimeError("Aegra 0.11 needs Python 3.12+; set HEDDLE_BENCH_PYTHON312 to one")
 
