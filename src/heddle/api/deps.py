@@ -152,16 +152,26 @@ async def loom_session(request: Request, *, write: bool = False) -> AsyncIterato
 
     A context manager rather than two `Depends` generators: FastAPI wraps each generator
     dependency's exit in a shielded cancel scope, which cost more than the queries of a read.
-    The caller is authenticated before the write transaction starts, so neither a JWKS fetch
-    nor a rate-limit check holds the write lock.
+    On SQLite the caller is authenticated before the write transaction starts, so neither a
+    JWKS fetch nor a rate-limit check holds the database's write lock; on PostgreSQL, which has
+    no such lock, in the write session itself.
     """
     db = process_services.database(request)
     if not write:
         async with db.session() as session:
             yield await _loom(request, session, write=False), session
         return
-    # A write authenticates (and is counted against its rate limits, which may be a Redis round
-    # trip) in a short read session first, so nothing is awaited under the write lock.
+    if not db.is_sqlite:
+        # PostgreSQL has no database-wide writer lock: the caller is authenticated in the write
+        # session itself (its first statement), which saves a session and its pool checkout per
+        # write. A rate-limit check awaited here holds no row lock.
+        async with db.write_session() as session:
+            auth = await _loom(request, session, write=True)
+            await claim_key(session, request, auth.workspace_id, auth.subject)
+            yield auth, session
+        return
+    # On SQLite a write authenticates (and is counted against its rate limits, which may be a
+    # Redis round trip) in a short read session first, so nothing is awaited under the write lock.
     async with db.session() as session:
         auth = await _loom(request, session, write=True)
     async with db.write_session() as session:

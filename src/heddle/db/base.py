@@ -183,7 +183,9 @@ class Database:
         """A session for reads: on PostgreSQL each statement commits on its own (nothing a read
         session writes is ever rolled back: write through `transaction` or `write_session`); on
         SQLite its transactions begin deferred."""
-        async with self._closing(self.sessionmaker()) as session:
+        # Closing a session that never began a transaction (SQLite inline, or PostgreSQL reads
+        # in autocommit) never waits on the network: it is closed directly (see `_closing`).
+        async with self._closing(self.sessionmaker(), closes_at_once=True) as session:
             yield session
 
     @asynccontextmanager
@@ -217,16 +219,18 @@ class Database:
                 yield session
 
     @asynccontextmanager
-    async def _closing(self, session: AsyncSession) -> AsyncIterator[AsyncSession]:
+    async def _closing(self, session: AsyncSession, *, closes_at_once: bool = False) -> AsyncIterator[AsyncSession]:
         """`session`, closed on exit.
 
         SQLAlchemy's own exit closes a session in a task of its own, shielded, so that a
         cancellation cannot abandon a close that waits on the network (asyncpg). That costs a
         task and two more turns of the event loop for every session. An inline SQLite session's
         close never waits (its rollback and pool return are plain calls, nothing in them
-        yields), so no cancellation can land inside it: it is closed directly.
+        yields), so no cancellation can land inside it: it is closed directly. So is a PostgreSQL
+        read session's (`closes_at_once`): in autocommit it has no transaction to roll back, and
+        its pool return sends nothing.
         """
-        if not self.inline:
+        if not (self.inline or (closes_at_once and not self.is_sqlite)):
             async with session:
                 yield session
             return
