@@ -149,7 +149,9 @@ class PostgresSystem:
 
     def round(self, kind: str, threads: int, runs: int) -> dict:
         self.rounds += 1
-        message = {"scripted": "hello", "tool50": "call: slow50 {}"}[kind]
+        from scale_queue import MESSAGES
+
+        message = MESSAGES[kind]
         before = self.host.calls
         row = measured_round(self.label, self.dep.base_urls, threads, runs,
                              self._calls(self.secret, self.agent, f"{kind}{threads}r{self.rounds}", message),
@@ -223,7 +225,7 @@ def aegra(runs: int, levels=LEVELS) -> list[dict]:
 
 def io_curve(runs: int = 3) -> list[dict]:
     """Runs whose hosted tool waits 200 ms: runs/s against the executor's total concurrency."""
-    from scale_queue import PG_ADMIN, Deployment, ToolHost, _calls
+    from scale_queue import MESSAGES, PG_ADMIN, Deployment, ToolHost, _calls
 
     results = []
     for workers, concurrency in CURVE:
@@ -232,7 +234,7 @@ def io_curve(runs: int = 3) -> list[dict]:
                 secret, agent = dep.seed(host)
                 threads = 2 * workers * concurrency
                 row = measured_round(f"{workers} x {concurrency}", dep.base_url, threads, runs,
-                                     _calls(secret, agent, "io", "call: slow200 {}"),
+                                     _calls(secret, agent, "io", MESSAGES["tool200"]),
                                      [p.pid for p in dep.procs], (PG_ADMIN, dep.name))
         except Exception as exc:  # reported, and the curve goes on
             print(f"curve point {workers} x {concurrency}: not measured ({exc})", file=sys.stderr)

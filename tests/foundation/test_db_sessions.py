@@ -27,7 +27,7 @@ async def _xids(session, n: int = 2) -> set[int]:
 
 
 async def test_a_read_session_runs_each_statement_outside_a_transaction_block(pg_url):
-    db = Database(pg_url.replace("postgresql://", "postgresql+asyncpg://"))
+    db = Database(pg_url)
     try:
         async with db.session() as session:
             assert len(await _xids(session)) == 2, "each statement is a transaction of its own"
@@ -46,7 +46,7 @@ async def test_a_read_session_runs_each_statement_outside_a_transaction_block(pg
 
 async def test_a_streamed_read_outside_a_transaction_is_refused_by_postgresql(pg_url):
     """Why `streaming_session` exists: a server-side cursor in a read session fails."""
-    db = Database(pg_url.replace("postgresql://", "postgresql+asyncpg://"))
+    db = Database(pg_url)
     try:
         async with db.session() as session:
             with pytest.raises(Exception, match="outside of a transaction"):
