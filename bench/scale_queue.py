@@ -128,11 +128,12 @@ class Deployment:
                     "HEDDLE_OUTBOUND_ALLOW_PRIVATE": "true", "HEDDLE_MIGRATE_ON_START": "false",
                     # The driver polls every few ms, far above a person: rate limits off, as in every bench.
                     "HEDDLE_RATE_LIMIT_PER_KEY": "off", "HEDDLE_RATE_LIMIT_PER_SUBJECT": "off",
-                    # Four processes well under PostgreSQL's default max_connections (100), which a
-                    # shared test server also spends on other databases: 8 each and no overflow.
-                    # Overflow connections are opened and closed per checkout beyond the pool (a
-                    # profile at 10 conversations with 5 + 5 spent several % of the API on connects).
-                    "HEDDLE_DB_POOL_SIZE": "8", "HEDDLE_DB_MAX_OVERFLOW": "0", **env}
+                    # One API and one worker run with the service's own pool (30, no overflow),
+                    # as a user would deploy them. Layouts of more processes get 8 each, to stay
+                    # well under PostgreSQL's default max_connections (100), which a shared test
+                    # server also spends on other databases.
+                    **({} if apis + workers <= 2 else {"HEDDLE_DB_POOL_SIZE": "8", "HEDDLE_DB_MAX_OVERFLOW": "0"}),
+                    **env}
         self.procs: list[subprocess.Popen] = []
 
     def __enter__(self) -> Deployment:

@@ -21,8 +21,11 @@ class Settings(BaseSettings):
     # PostgreSQL connections per process: the pool and how far it may overflow when busy. Every
     # API and worker process holds up to their sum (plus the queue's and the bus's few), which
     # must stay under the server's max_connections (100 by default) across the deployment.
-    db_pool_size: int = Field(default=10, ge=1, le=500)
-    db_max_overflow: int = Field(default=20, ge=0, le=500)
+    # All 30 pooled, none overflow: an overflow connection is opened and closed per checkout (a
+    # backend started and authenticated each time), which under load cost more than it served
+    # (docs/decisions.md, "Pooled connections, not overflow"). Pooled ones open only when needed.
+    db_pool_size: int = Field(default=30, ge=1, le=500)
+    db_max_overflow: int = Field(default=0, ge=0, le=500)
     host: str = "127.0.0.1"
     port: int = 8080
     dev: bool = False

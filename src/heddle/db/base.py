@@ -118,8 +118,9 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
                 cursor.close()
 
         return engine
-    kwargs.setdefault("pool_size", 10)
-    kwargs.setdefault("max_overflow", 20)
+    # As the service's settings (heddle/config.py): kept connections, no overflow churn.
+    kwargs.setdefault("pool_size", 30)
+    kwargs.setdefault("max_overflow", 0)
     engine = create_async_engine(url, **kwargs)
     _ping_when_idle(engine)
     return engine
