@@ -58,10 +58,12 @@ _PLAIN = (str, int, float, dt.datetime, type(None))
 
 
 @functools.cache
-def _hold_setting(columns: tuple[str, ...]):
-    """The fenced UPDATE that also sets `columns` (from parameters `v_<column>`)."""
-    return _HELD.values({"lease_expires_at": bindparam("expires"),
-                         **{c: bindparam(f"v_{c}", type_=_runs.c[c].type) for c in columns}})
+def _hold_setting(columns: tuple[str, ...], returning=None):
+    """The fenced UPDATE that also sets `columns` (from parameters `v_<column>`) and, with
+    `returning` (an expression built once), returns it."""
+    statement = _HELD.values({"lease_expires_at": bindparam("expires"),
+                              **{c: bindparam(f"v_{c}", type_=_runs.c[c].type) for c in columns}})
+    return statement if returning is None else statement.returning(returning)
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ class Fence:
     def stale(self, why: str = "fence moved on") -> StaleExecutor:
         return StaleExecutor(self.run_id, self.token, why)
 
-    async def hold(self, session: AsyncSession, **values) -> None:
+    async def hold(self, session: AsyncSession, returning=None, **values):
         """Inside a write transaction: go on holding the run (renewing the lease) or raise StaleExecutor.
 
         `values` are further changes of the run made by the same statement (a turn's counters,
@@ -85,18 +87,28 @@ class Fence:
         (which updates the same row) waits for this transaction, or this one sees the new token
         and stops; on SQLite the transaction holds the database's one write lock. Either way the
         writes that follow in the same transaction happen only while this executor holds the run.
+
+        `returning`: an SQL expression (built once) that the UPDATE also returns, the value of
+        this call (a question the step would otherwise ask in a statement of its own).
         """
         params = {"rid": self.run_id, "token": self.token, "expires": utcnow() + self.lease}
-        if not values:
+        if not values and returning is None:
             statement = _HOLD
         elif all(isinstance(v, _PLAIN) for v in values.values()):
-            statement = _hold_setting(tuple(values))  # built once per set of columns
+            statement = _hold_setting(tuple(values), returning)  # built once per set of columns
             params.update({f"v_{key}": value for key, value in values.items()})
         else:  # an SQL expression among the values
             statement = _HELD.values({"lease_expires_at": bindparam("expires"), **values})
+            statement = statement if returning is None else statement.returning(returning)
         result = await session.execute(statement, params)
+        if returning is not None:
+            row = result.first()
+            if row is None:
+                raise self.stale()
+            return row[0]
         if result.rowcount != 1:
             raise self.stale()
+        return None
 
     async def check(self, db: Database) -> None:
         """Outside a transaction (before an outbound call): raise StaleExecutor if the run was lost."""

@@ -179,17 +179,22 @@ async def stage(work) -> None:
         workspace_id = held.get(run_id) or await _lock_run(session, run_id)
         if workspace_id is None:
             continue
-        if await _enqueue_webhooks(session, workspace_id, run_id, events):
+        if await _enqueue_webhooks(session, workspace_id, run_id, events, work.endpoints.get(workspace_id)):
             work.webhooks_owed = True
         await _insert(session, run_id, events, new=run_id in work.created, need_last=False)
 
 
 async def _enqueue_webhooks(session, workspace_id: str, run_id: uuid.UUID,
-                            events: list[tuple[str, dict[str, Any]]]) -> bool:
+                            events: list[tuple[str, dict[str, Any]]], has_endpoint: bool | None = None) -> bool:
     """The deliveries the webhook rule (heddle/webhooks/run_rule.py) owes for these events, given
-    the run's last stored update; True if any."""
+    the run's last stored update; True if any. `has_endpoint`: already known in this
+    transaction (a closing hold returned it), else asked."""
     updates = [data for name, data in events if name == "run.updated"]
-    if not run_rule.may_owe(updates) or not await webhooks.has_endpoint(session, workspace_id):
+    if not run_rule.may_owe(updates):
+        return False
+    if has_endpoint is None:
+        has_endpoint = await webhooks.has_endpoint(session, workspace_id)
+    if not has_endpoint:
         return False
     previous = await session.scalar(_LAST_UPDATE, {"rid": run_id})
     deliveries = run_rule.owed((previous or {}).get("state"), updates)

@@ -53,10 +53,13 @@ from heddle.loom.states import (
     transition_values,
 )
 from heddle.timeutil import iso
+from heddle.webhooks import run_rule
+from heddle.webhooks.outbox import has_endpoint_of
 from heddle.workspaces.models import Workspace
 
 _INSERT_RUN = insert(Run.__table__)
 _INSERT_TOOL_CALL = insert(ToolCall.__table__)
+_HAS_ENDPOINT = has_endpoint_of(Run.__table__.c.workspace_id)  # returned by a closing hold (PostgreSQL)
 _REALTIME_ENABLED = select(Workspace.realtime_enabled).where(Workspace.id == bindparam("workspace_id"))
 
 
@@ -102,6 +105,8 @@ class RunWork:
     claimed: dict[uuid.UUID, int] = field(default_factory=dict)
     preclaim: Callable[[], dict | None] | None = None
     staged: bool = False
+    # Workspaces whose webhook endpoint this transaction already asked about (see hold()).
+    endpoints: dict[str, bool] = field(default_factory=dict)
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -135,7 +140,14 @@ class RunWork:
         assert self.fence is not None, "hold() needs a fenced unit of work"
         if event is not None:
             values = {**values, **transition_values(RUNNING, event)}
-        await self.fence.hold(self.session, **values)
+        if (run is not None and values.get("state") in run_rule.WEBHOOK_STATES
+                and self.session.bind.dialect.name == "postgresql"):
+            # A change that may owe a webhook: the UPDATE also says whether the workspace has an
+            # endpoint, which staging would otherwise ask in a statement of its own.
+            self.endpoints[run.workspace_id] = bool(
+                await self.fence.hold(self.session, returning=_HAS_ENDPOINT, **values))
+        else:
+            await self.fence.hold(self.session, **values)
         if run is not None:
             mirror(run, values)
             self.held[run.id] = run.workspace_id

@@ -11,7 +11,7 @@ import datetime as dt
 import secrets
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, exists, select
 
 from heddle.db.base import utcnow
 from heddle.timeutil import iso
@@ -25,6 +25,13 @@ def new_event_id() -> str:
 _ENDPOINT = select(WebhookEndpoint).where(WebhookEndpoint.workspace_id == bindparam("workspace_id"))
 _endpoints = WebhookEndpoint.__table__.c
 _HAS_ENDPOINT = select(_endpoints.workspace_id).where(_endpoints.workspace_id == bindparam("workspace_id"))
+
+
+def has_endpoint_of(workspace_id):
+    """Whether the workspace `workspace_id` (a column of the statement it goes in) has a webhook
+    endpoint, as an SQL expression: a run's closing UPDATE returns it (heddle/loom/lease.py), so
+    asking costs no statement of its own on PostgreSQL."""
+    return exists().where(_endpoints.workspace_id == workspace_id)
 
 
 async def endpoint_for(session, workspace_id: str) -> WebhookEndpoint | None:
