@@ -249,12 +249,6 @@ class RunEngine:
                              **({"nul_replaced": nul_replaced} if nul_replaced else {})},
                 "latency_ms": round((time.perf_counter() - started) * 1000, 3), "created_at": utcnow(),
                 "status": turn_status(response), "attempts": attempts_of(response.attempts)})
-            try:
-                await work.charge(run, cost, reason="model_turn", ref=str(turn_id))
-            except InsufficientCredits:
-                raise RunFailure("insufficient_credits",
-                                 "The workspace balance could not pay for the model turn.") from None
-            self.metrics.credits_charged.labels("model_turn").inc(cost)
             if cut_off:
                 work.run_updated(run.thread_id, await render_run(session, run))
                 await advance_queue(work, run.thread_id)
@@ -271,7 +265,15 @@ class RunEngine:
                 seq = max((tc.seq for tc in calls), default=0)
                 await work.insert_tool_calls([self._new_tool_call(run, toolset, turn_id, seq + i, call)
                                               for i, call in enumerate(response.tool_calls, start=1)])
+            # The charge last: it locks the workspace's row until the commit, and every run of
+            # the workspace charges it, so the lock is held for as few round trips as it can be.
+            try:
+                await work.charge(run, cost, reason="model_turn", ref=str(turn_id))
+            except InsufficientCredits:
+                raise RunFailure("insufficient_credits",
+                                 "The workspace balance could not pay for the model turn.") from None
             work.first[run.id] = deltas  # the reply's deltas are stored ahead of its message
+        self.metrics.credits_charged.labels("model_turn").inc(cost)  # once it committed
         if cut_off:
             self.metrics.runs.labels("failed").inc()
             log.info("run_failed", run_id=str(run.id), code="model_error", truncated=True)
