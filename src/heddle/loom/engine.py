@@ -265,14 +265,16 @@ class RunEngine:
                 seq = max((tc.seq for tc in calls), default=0)
                 await work.insert_tool_calls([self._new_tool_call(run, toolset, turn_id, seq + i, call)
                                               for i, call in enumerate(response.tool_calls, start=1)])
-            # The charge last: it locks the workspace's row until the commit, and every run of
-            # the workspace charges it, so the lock is held for as few round trips as it can be.
+            work.first[run.id] = deltas  # the reply's deltas are stored ahead of its message
+            # The charge last, after the events are staged: it locks the workspace's row until
+            # the commit, and every run of the workspace charges that row, so the lock is held
+            # for as few round trips as can be (docs/decisions.md, issue 31's third pass).
+            await work.stage()
             try:
                 await work.charge(run, cost, reason="model_turn", ref=str(turn_id))
             except InsufficientCredits:
                 raise RunFailure("insufficient_credits",
                                  "The workspace balance could not pay for the model turn.") from None
-            work.first[run.id] = deltas  # the reply's deltas are stored ahead of its message
         self.metrics.credits_charged.labels("model_turn").inc(cost)  # once it committed
         if cut_off:
             self.metrics.runs.labels("failed").inc()

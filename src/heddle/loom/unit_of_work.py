@@ -234,9 +234,11 @@ class RunWork:
     # -- what the change causes -----------------------------------------------------------
 
     def message_created(self, thread_id: uuid.UUID, message: dict[str, Any] | BaseModel) -> None:
+        assert not self.staged, "an event recorded after stage() would never be stored"
         self.events.append((thread_channel(thread_id), "message.created", payload(MessageModel, message)))
 
     def run_updated(self, thread_id: uuid.UUID, run: dict[str, Any] | BaseModel) -> None:
+        assert not self.staged, "an event recorded after stage() would never be stored"
         self.events.append((thread_channel(thread_id), "run.updated", payload(RunModel, run)))
 
     def thread_deleted(self, thread_id: uuid.UUID, why: str) -> None:
