@@ -20,7 +20,7 @@ the ratios the issue asks for, and the I/O-bound scaling curve: runs whose tool 
 1 API + workers of growing total concurrency (workers x --concurrency), conversations twice
 the executor's concurrency, so the executor is always full.
 
-    python bench/scale.py [--runs 12] [--rounds 3] [--no-aegra] [--no-curve] [--only-embedded]
+    python bench/scale.py [--runs 24] [--rounds 5] [--no-aegra] [--no-curve] [--only-embedded]
                           [--layouts none|'in-process,2 API'] [--no-tool] [--json]
 
 The embedded default and PostgreSQL 1 API + 1 worker (the pair the issue's ratios compare) run
@@ -267,8 +267,10 @@ def ratios(results: list[dict]) -> list[tuple[str, float, str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=12, help="runs per conversation at 1 (fewer at more)")
-    parser.add_argument("--rounds", type=int, default=3,
+    # 24 x 5: at 12 x 3 a round of 10 conversations was 60 runs, under a second for the embedded
+    # default, and its ratios to PostgreSQL swung by a third from one run of the bench to the next.
+    parser.add_argument("--runs", type=int, default=24, help="runs per conversation at 1 (fewer at more)")
+    parser.add_argument("--rounds", type=int, default=5,
                         help="interleaved rounds of the embedded default and PG 1 API + 1 worker per level (medians)")
     parser.add_argument("--no-aegra", action="store_true")
     parser.add_argument("--no-curve", action="store_true", help="skip the I/O-bound scaling curve")
