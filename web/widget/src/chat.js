@@ -148,8 +148,12 @@ export class Chat {
     if (this.destroyed || !this.threadId || this.catching) return;
     this.catching = true;
     try {
-      await this.loadMessages();
+      // The run first, then the messages: a run that closes between the two reads has its reply
+      // committed with its close, so the messages read after it include the reply. The other way
+      // round, the reply of a run that closed in between was never read, and polling (which stops
+      // at a closed run) never came back for it.
       await this.refreshRun();
+      await this.loadMessages();
       if (this.alertKind === "network") { this.view.clearError(); this.alertKind = null; }
     } catch (err) {
       if (err.kind === "network" || err.kind === "token") this.fail(err, () => this.catchUp());
