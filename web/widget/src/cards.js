@@ -12,16 +12,15 @@ const pretty = (name) => String(name || "action").replace(/_/g, " ");
 const RESTORE_RUNS = 4;
 const enc = encodeURIComponent;
 
-// The tool's risk, in the person's words (the agent file's `risk` is an operator's term).
+// The tool's risk, in the person's words (the agent file's `risk` is an operator's term): a note
+// under the details, not one of them.
 const CARE = {
-  high: "This has a large effect: check the details before you approve.",
-  medium: "Check the details before you approve.",
+  high: "This may not be reversible, so make sure the details are right.",
+  medium: "Make sure the details are right.",
 };
 
 function fields(call) {
-  const out = Object.entries(call.args || {}).map(([k, v]) => [label(k), typeof v === "string" ? v : JSON.stringify(v)]);
-  if (CARE[call.risk]) out.push(["Please note", CARE[call.risk]]);
-  return out;
+  return Object.entries(call.args || {}).map(([k, v]) => [label(k), typeof v === "string" ? v : JSON.stringify(v)]);
 }
 
 // What was chosen on a card, from a tool call as the trace has it.
@@ -113,8 +112,9 @@ export class Cards {
     const entry = { runId: run.id, answered: false, kind: "approval" };
     entry.card = this.chat.view.card({
       heading: `Approve “${pretty(call.name)}”?`,
-      text: "The assistant wants to do this. Nothing happens unless you approve it.",
+      text: "The assistant would like to do this for you. Nothing happens unless you approve.",
       fields: fields(call),
+      note: CARE[call.risk],
       actions: [
         { label: "Approve", primary: true, onClick: () => this.answer(entry, call, "approval", { approved: true }, "Approved.") },
         { label: "Deny", onClick: () => this.answer(entry, call, "approval", { approved: false }, "Denied.") },
@@ -129,8 +129,8 @@ export class Cards {
     entry.card = this.chat.view.card({
       heading: `Did “${pretty(call.name)}” go through?`,
       text: call.patch_ref
-        ? `It was started${ref}. Tell the assistant whether it went through.`
-        : "Its result is not known. Tell the assistant whether it happened.",
+        ? `It was started${ref}, but its result is not known yet. Did it go through?`
+        : "Its result is not known yet. Did it happen?",
       fields: fields(call),
       actions: [
         { label: "Yes, it went through", primary: true, onClick: () => this.answer(entry, call, "outcome", { state: "occurred" }, "Confirmed: it went through.") },
