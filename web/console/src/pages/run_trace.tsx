@@ -194,7 +194,7 @@ function Turn({ turn }: { turn: Obj }) {
       {text && <blockquote class="reply"><Markdown text={text} /></blockquote>}
       {(turn.tool_calls || []).map((c: Obj) => <ToolCall key={c.id} call={c} />)}
       <ModelInput request={turn.request || {}} open={turn.seq === 1} />
-      <RawJson value={{ request: turn.request, response: turn.response }} label="Model request and response (raw JSON)" />
+      <RawJson value={{ request: turn.request, response: turn.response }} label="Model request and response" />
     </div>
   );
 }
