@@ -56,6 +56,35 @@ await main(async (browser, report) => {
   }));
   report.pwned = await page.evaluate(() => window.__pwned === 1);
 
+  // A tool's failure quoted in a reply reads in plain words: its message is the operator's.
+  since = await send(page, "ask: What went wrong?");
+  await page.waitForFunction(() => window.chat.run && window.chat.run.state === "awaiting_input", null, { timeout: 30000 });
+  since = await send(page, 'Nothing {"error": {"code": "destination_refused", "message": "outbound calls must use https"}}');
+  const failed = await waitForReply(page, "destination_refused", since);
+  report.tool_error_text = await page.$eval(`#chat .hc-assistant[data-id="${failed.id}"]`, (el) => el.innerText);
+  await page.waitForFunction(() => window.chat.run && window.chat.run.terminal, null, { timeout: 30000 });
+
+  // A message sent the moment a reply shows (before the run's closing update may have come):
+  // it is sent, and no "still working" alert is left behind (issue 41: 2 of 3 tries).
+  report.quick = [];
+  for (let i = 0; i < 3; i++) {
+    const mark = await page.evaluate(() => window.__events.length);
+    await page.evaluate(([n, from]) => new Promise((resolve) => {
+      const seen = () => window.__events.some((e) => e.at >= from && e.name === "message" && e.detail.role === "assistant");
+      const tick = () => (seen() ? resolve(window.chat.send(`right after ${n}`)) : setTimeout(tick, 1));
+      window.chat.send(`quick ${n}`);
+      tick();
+    }), [i, mark]);
+    await page.waitForFunction(([n]) => window.__events.some((e) => e.name === "message" && e.detail.role === "user"
+      && e.detail.content === `right after ${n}`), [i], { timeout: 30000 });
+    await page.waitForFunction(() => window.chat.run && window.chat.run.terminal, null, { timeout: 30000 });
+    await page.waitForTimeout(200);
+    report.quick.push(await page.$eval("#chat", (host) => {
+      const alert = host.shadowRoot.querySelector(".hc-alert");
+      return { alert: alert.hidden ? null : alert.innerText, stop_hidden: host.shadowRoot.querySelector(".hc-stop").hidden };
+    }));
+  }
+
   report.scroll = {};
   for (const [width, height] of [[1280, 900], [390, 844]]) {
     await page.setViewportSize({ width, height });
