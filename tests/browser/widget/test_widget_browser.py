@@ -115,6 +115,9 @@ def test_phone_width_readable_results_and_cards_rebuilt_after_reload(run_browser
     assert [(c["heading"], c["result"], c["after"]) for c in r["cards_before"]] == expected
     assert [(c["heading"], c["result"], c["after"]) for c in r["cards_after"]] == expected
     assert all(c["restored"] for c in r["cards_after"])
+    # Trace reads refused at first (a server just restarted): the cards come back once it answers.
+    assert r["trace_refusals"] == 2 and r["cards_while_refused"] == 0
+    assert [(c["heading"], c["result"], c["after"]) for c in r["cards_after_restart"]] == expected
     assert r["replies_after"] == 2  # the results still read as fields after the reload
 
 
@@ -274,7 +277,7 @@ def test_a_retried_reply_is_retracted_then_streamed_again(run_browser, site):
 
 def test_long_conversation_in_its_host_page_markdown_and_phone_layout(run_browser, site):
     r = run(run_browser, site, "host_page.mjs", "host", timeout=300)
-    assert r["message_count"] >= 44  # 20 exchanges, a question, its answer and the reply
+    assert r["message_count"] >= 44  # 20 exchanges, a question, its answer and the reply (before the rest)
     # The page's scroll height stays within one viewport of its body (it was 13,383 px at 390).
     for width, m in r["scroll"].items():
         assert m["scroll"] <= m["body"] + m["viewport"], (width, m)
@@ -285,6 +288,10 @@ def test_long_conversation_in_its_host_page_markdown_and_phone_layout(run_browse
     assert md["copy"] == "Copy" and md["scripts"] == 0 and "<script>window.__pwned = 1</script>" in md["text"]
     assert md["link"] == {"href": "https://example.com/x", "target": "_blank", "rel": "noopener noreferrer nofollow"}
     assert r["pwned"] is False and r["pwned_after_reload"] is False
+    # A tool's failure in a reply: plain words, not the operator's message.
+    assert "This could not be done right now." in r["tool_error_text"] and "https" not in r["tool_error_text"]
+    # A message sent the moment a reply shows is sent; no stale "still working" alert, no Stop left.
+    assert r["quick"] == [{"alert": None, "stop_hidden": True}] * 3, r["quick"]
     # 390x844: one screen, the header on one line, the message box on it.
     assert r["header_height"] <= 60, r["header_height"]
     c = r["composer"]

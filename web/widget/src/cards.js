@@ -10,6 +10,8 @@ import { label } from "./text.js";
 
 const pretty = (name) => String(name || "action").replace(/_/g, " ");
 const RESTORE_RUNS = 4;
+const RESTORE_RETRIES = 3;
+const RESTORE_RETRY_MS = 3000;
 const enc = encodeURIComponent;
 
 // The tool's risk, in the person's words (the agent file's `risk` is an operator's term): a note
@@ -72,19 +74,25 @@ export class Cards {
 
   /** Rebuild the answered cards of the latest runs (after a reload), each after the message
    * that started its run; a card still waiting is the live one sync() shows. */
-  async restore() {
+  async restore(only = null, attempt = 0) {
     const { chat } = this;
-    const runs = [];
+    let runs = [];
     for (const el of chat.view.log.querySelectorAll(".hc-user[data-run]")) {
       if (el.dataset.run && !runs.some((r) => r.id === el.dataset.run)) runs.push({ id: el.dataset.run, el });
     }
-    for (const run of runs.slice(-RESTORE_RUNS)) {
+    runs = only ? runs.filter((r) => only.has(r.id)) : runs.slice(-RESTORE_RUNS);
+    const again = new Set();
+    for (const run of runs) {
       let trace;
       try {
         trace = await chat.api.get(`/v1/loom/runs/${enc(run.id)}/trace`);
       } catch (err) {
         if (err.kind === "network" || err.kind === "token") throw err;
-        continue; // an erased or unreadable run: its cards are not rebuilt, the chat goes on
+        // A server starting up (503) or busy (429, 5xx) answers later: those cards are read
+        // again in a few seconds (a card missing after a server restart, issue 41). An erased
+        // or unreadable run (404, 403): its cards are not rebuilt, the chat goes on.
+        if (err.status >= 500 || err.status === 429) again.add(run.id);
+        continue;
       }
       let after = run.el;
       for (const call of (trace.turns || []).flatMap((t) => t.tool_calls || [])) {
@@ -98,6 +106,9 @@ export class Cards {
         card.el.dataset.restored = "true";
         after = card.el;
       }
+    }
+    if (again.size && attempt < RESTORE_RETRIES && !chat.destroyed) {
+      setTimeout(() => this.restore(again, attempt + 1).catch(() => {}), RESTORE_RETRY_MS * (attempt + 1));
     }
   }
 
