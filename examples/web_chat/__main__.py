@@ -1,9 +1,10 @@
 """``python -m examples.web_chat --heddle http://127.0.0.1:8080``: set Heddle up for the example
 (provision.py), then serve the site (site.py) and the tool host (examples/toolhost) beside it.
 
-Heddle must already run, with ``--dev`` (so it may call the tool host on a loopback address),
-on the database this command's ``heddle`` CLI sees (``--database-url`` or HEDDLE_DATABASE_URL;
-by default ./heddle.db, as for ``make serve``).
+Heddle must already run, with ``--dev`` (so it may call the tool host on a loopback address;
+without it the command warns at start, check.py), on the database this command's ``heddle``
+CLI sees (``--database-url`` or HEDDLE_DATABASE_URL; by default ./heddle.db, as for
+``make serve``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ import httpx
 import uvicorn
 from examples.toolhost.app import create_app as create_toolhost
 from examples.toolhost.config import ToolHostConfig
+from examples.web_chat.check import outbound_warning
 from examples.web_chat.provision import ProvisionError, provision
 from examples.web_chat.site import AUDIENCE, SiteConfig, Users, create_site
+
+from heddle.auth.jwk_keys import load_private_key
 
 DEFAULT_USERS = [("alice", "wonderland"), ("bob", "builder")]
 
@@ -29,6 +33,14 @@ def _user(value: str) -> tuple[str, str]:
     if not sep or not name or not password:
         raise argparse.ArgumentTypeError("use NAME:PASSWORD")
     return name, password
+
+
+def _check_outbound(heddle_url: str, setup) -> None:
+    """Warn (on stderr) when Heddle will refuse to call the tool host: a server without --dev."""
+    warning = outbound_warning(heddle_url, agent_id=setup.agent_id, key_id=setup.key_id, kid=setup.kid,
+                               private_key=load_private_key(setup.private_key.read_bytes()), audience=AUDIENCE)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({"site": site_origin, "toolhost": toolhost_url, "workspace_id": setup.workspace_id,
                       "agent_id": setup.agent_id}), flush=True)
     print(f"Open {site_origin} and log in as alice / wonderland (Ctrl+C stops).", flush=True)
+    threading.Thread(target=_check_outbound, args=(heddle_url, setup), daemon=True).start()
     uvicorn.run(site, host=args.host, port=args.port, log_level="warning")
     tool_server.should_exit = True
     return 0

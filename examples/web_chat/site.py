@@ -80,7 +80,8 @@ def _page(title: str, body: str, *, status: int = 200, heddle: str | None = None
     csp = (f"default-src 'self'; script-src 'self' {heddle or ''}; connect-src 'self' {heddle or ''}{ws}; "
            "style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
     document = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1, interactive-widget=resizes-content">
 <title>{html.escape(title)}</title><link rel="stylesheet" href="/static/site.css"></head>
 <body>{body}</body></html>"""
     return HTMLResponse(document, status_code=status, headers={
@@ -88,10 +89,21 @@ def _page(title: str, body: str, *, status: int = 200, heddle: str | None = None
         "Cache-Control": "no-store"})
 
 
-def _login_form(hint: str, error: str | None = None, username: str = "") -> str:
+def _agent_param(request: Request, source: dict | None = None) -> str:
+    """`?agent=agent_…` (or the login form's hidden field) when well-formed, else ""."""
+    wanted = str((source if source is not None else request.query_params).get("agent", ""))
+    return wanted if AGENT_ID.fullmatch(wanted) else ""
+
+
+def _home(agent: str) -> str:
+    return f"/?agent={agent}" if agent else "/"
+
+
+def _login_form(hint: str, error: str | None = None, username: str = "", agent: str = "") -> str:
     alert = f'<p class="error" role="alert">{html.escape(error)}</p>' if error else ""
+    keep = f'<input type="hidden" name="agent" value="{html.escape(agent)}">' if agent else ""
     return f"""<main class="login"><h1>Acme Bank</h1><p>Log in to talk to our assistant.</p>{alert}
-<form method="post" action="/login">
+<form method="post" action="/login">{keep}
   <label for="username">Username</label><input id="username" name="username" autocomplete="username"
     value="{html.escape(username)}" required autofocus>
   <label for="password">Password</label><input id="password" name="password" type="password"
@@ -108,20 +120,22 @@ def _user(request: Request) -> str | None:
 async def index(request: Request) -> Response:
     config: SiteConfig = request.app.state.config
     user = _user(request)
-    if user is None:
-        return RedirectResponse("/login", status_code=303)
-    heddle = config.heddle_url
     # `/?agent=agent_…` talks to another agent of the workspace (say, one an operator just made
-    # in the console); Heddle itself refuses an agent the token's workspace does not own.
-    wanted = request.query_params.get("agent", "")
-    agent_id = wanted if AGENT_ID.fullmatch(wanted) else config.agent_id
+    # in the console); Heddle itself refuses an agent the token's workspace does not own. The
+    # choice goes through the login page and back.
+    wanted = _agent_param(request)
+    if user is None:
+        return RedirectResponse(f"/login?agent={wanted}" if wanted else "/login", status_code=303)
+    heddle = config.heddle_url
+    agent_id = wanted or config.agent_id
     body = f"""<header class="top"><strong>Acme Bank</strong>
-<span>Signed in as <b id="who">{html.escape(user)}</b></span>
+<span class="who"><span class="signed-in">Signed in as </span><b id="who">{html.escape(user)}</b></span>
 <form method="post" action="/logout"><button type="submit">Log out</button></form></header>
 <main class="page"><section class="intro"><h1>Ask our assistant</h1>
+<details open><summary>What can I ask?</summary>
 <p>Try <code>call: get_balance {{}}</code>, <code>call: send_transfer {{"amount": 250, "to": "Ada"}}</code>
 (above 100 it asks you first), <code>call: schedule_transfer {{"amount": 20}}</code> (you confirm it
-arrived), or <code>ask: What is your name?</code>.</p></section>
+arrived), or <code>ask: What is your name?</code>.</p></details></section>
 <div id="chat" data-agent="{html.escape(agent_id)}" data-heddle="{html.escape(heddle)}"></div></main>
 <script src="{html.escape(heddle)}/widget/heddle-chat.js"></script>
 <script src="/static/app.js"></script>"""
@@ -129,19 +143,21 @@ arrived), or <code>ask: What is your name?</code>.</p></section>
 
 
 async def login_page(request: Request) -> Response:
+    agent = _agent_param(request)
     if _user(request):
-        return RedirectResponse("/", status_code=303)
-    return _page("Log in - Acme Bank", _login_form(request.app.state.config.login_hint))
+        return RedirectResponse(_home(agent), status_code=303)
+    return _page("Log in - Acme Bank", _login_form(request.app.state.config.login_hint, agent=agent))
 
 
 async def login(request: Request) -> Response:
     config: SiteConfig = request.app.state.config
     form = await request.form()
     username, password = str(form.get("username", "")).strip(), str(form.get("password", ""))
+    agent = _agent_param(request, dict(form))
     if not config.users.check(username, password):
-        form_html = _login_form(config.login_hint, "Wrong username or password.", username)
+        form_html = _login_form(config.login_hint, "Wrong username or password.", username, agent)
         return _page("Log in - Acme Bank", form_html, status=401)
-    response = RedirectResponse("/", status_code=303)
+    response = RedirectResponse(_home(agent), status_code=303)
     response.set_cookie(COOKIE, issue_session_cookie(username, config.session_secret), httponly=True,
                         samesite="lax", secure=request.url.scheme == "https", max_age=8 * 3600)
     return response

@@ -74,6 +74,9 @@ def test_run_detail_has_the_v1_trace_and_its_requests(server, http, console, bus
     assert detail["agent"] == {"id": a, "name": SCRIPTED_AGENT["name"], "version": 1}
     assert [(e["method"], e["path"], e["status"]) for e in detail["requests"]] == [("POST", "/v1/identify", 200)]
     assert detail["requests"][0]["request_id"] == attributed.headers["request-id"]
+    # The run's own messages, oldest first: the user's opening message heads the console's timeline.
+    assert [(m["role"], m["run_id"]) for m in detail["messages"]] == [("user", r1), ("assistant", r1)]
+    assert detail["messages"][0]["content"] == "hello"
 
 
 def test_run_and_thread_of_another_workspace_are_404(console, busy, server):

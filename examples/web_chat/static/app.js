@@ -23,3 +23,9 @@ window.chat = window.HeddleChat.mount(element, {
   title: "Acme Bank assistant",
   placeholder: "Ask about your balance or a transfer…",
 });
+
+// On a phone the examples start folded (the page's CSS shows their summary only there).
+if (window.matchMedia("(max-width: 600px)").matches) {
+  const details = document.querySelector(".intro details");
+  if (details) details.open = false;
+}

@@ -7,6 +7,7 @@ import datetime as dt
 from fastapi import APIRouter, Path, Query, Request
 
 from heddle.console.common import reading, success
+from heddle.control import overview as control_overview
 from heddle.control import runs as control
 from heddle.loom.states import STATES
 
@@ -30,11 +31,18 @@ async def list_runs(request: Request, ws: str = WorkspaceId,
                     subject: str | None = Query(None, max_length=300),
                     since: dt.datetime | None = None, until: dt.datetime | None = None,
                     updated_after: dt.datetime | None = None,
+                    error_code: str | None = Query(None, max_length=64),
                     limit: int = Query(50, ge=1, le=200), cursor: str | None = Cursor):
     f = control.RunFilter(state=state, agent=agent, subject=subject, since=_utc(since), until=_utc(until),
-                          updated_after=_utc(updated_after), limit=limit, cursor=cursor)
+                          updated_after=_utc(updated_after), error_code=error_code, limit=limit, cursor=cursor)
     async with reading(request) as s:
         return success(await control.list_runs(s, ws, f))
+
+
+@router.get("/workspaces/{ws}/overview")
+async def overview(request: Request, ws: str = WorkspaceId, period: str = Query("day", pattern="^(day|week)$")):
+    async with reading(request) as s:
+        return success(await control_overview.overview(s, ws, period))
 
 
 @router.get("/workspaces/{ws}/runs/{run_id}")

@@ -29,6 +29,7 @@ from heddle.workspaces.models import Workspace
 
 RUN_REQUESTS_CAP = 200
 RUN_EVENTS_CAP = 1000
+RUN_MESSAGES_CAP = 200
 THREAD_MESSAGES_CAP = 1000
 
 
@@ -82,6 +83,7 @@ class RunFilter:
     since: dt.datetime | None = None  # created at or after
     until: dt.datetime | None = None  # created before
     updated_after: dt.datetime | None = None  # changed since (the runs page polls with it)
+    error_code: str | None = None  # failed runs with this code (the overview's links)
     limit: int = 50
     cursor: str | None = None
 
@@ -96,6 +98,8 @@ async def list_runs(session: AsyncSession, workspace_id: str, f: RunFilter) -> d
         query = query.where(Run.agent_id == f.agent)
     if f.subject:
         query = query.where(Run.subject == f.subject)
+    if f.error_code:
+        query = query.where(Run.error_code == f.error_code)
     if f.since:
         query = query.where(Run.created_at >= f.since)
     if f.until:
@@ -128,7 +132,8 @@ def _uuid(value: str, what: str) -> uuid.UUID:
 
 
 async def run_detail(session: AsyncSession, workspace_id: str, run_id: str) -> dict[str, Any]:
-    """The run, its trace exactly as /v1 gives it, and the request-log entries attributed to it."""
+    """The run, its trace exactly as /v1 gives it, the request-log entries attributed to it, its
+    state changes, tool attempts and messages."""
     ws = await workspace(session, workspace_id)
     run = await session.get(Run, _uuid(run_id, "run"))
     if run is None or run.workspace_id != ws.id:
@@ -141,7 +146,10 @@ async def run_detail(session: AsyncSession, workspace_id: str, run_id: str) -> d
             # The agent by name: an operator knows "Payments helper", not agent_3kq9….
             "agent": {"id": run.agent_id, "name": agent.name if agent else None, "version": run.agent_version},
             "state_changes": await _state_changes(session, run.id),
-            "tool_attempts": await _tool_attempts(session, run.id)}
+            "tool_attempts": await _tool_attempts(session, run.id),
+            # The run's own messages, oldest first: what the user wrote heads its timeline.
+            "messages": [message_dict(m) for m in await session.scalars(
+                select(Message).where(Message.run_id == run.id).order_by(Message.seq).limit(RUN_MESSAGES_CAP))]}
 
 
 async def _tool_attempts(session: AsyncSession, run_id: uuid.UUID) -> dict[str, list[dict[str, Any]]]:

@@ -61,9 +61,42 @@ await main(async (browser, report) => {
   const againPost = await context.request.post(U + process.env.LOGIN_PATH, { maxRedirects: 0 });
   report.login_reuse_status = [again.status(), againPost.status()];
 
-  // --- runs: real rows, filters, live update ---
+  // --- the workspace opens on its overview: runs, failures by code, spend, run time, tokens ---
   await page.getByRole("link", { name: new RegExp(WS_NAME) }).click();
-  await page.waitForURL(new RegExp(`/console/w/${WS}/runs`));
+  await page.waitForURL(new RegExp(`/console/w/${WS}/overview`));
+  await page.locator("table[aria-label='Failures by code'] tr[data-code]").first().waitFor();
+  report.overview = {
+    stats: await page.locator(".stats a.stat").allInnerTexts(),
+    codes: await page.locator("table[aria-label='Failures by code'] tr[data-code]").allInnerTexts(),
+    tokens: await page.locator("table[aria-label='Tokens by model class'] tbody tr").allInnerTexts(),
+  };
+  await shot(page, "console-overview");
+  await page.getByRole("button", { name: "Last week" }).click();
+  await page.waitForURL(/period=week/);
+  await page.locator("table[aria-label='Failures by code'] tr[data-code]").first().waitFor();
+  report.overview.week_codes = await page.locator("table[aria-label='Failures by code'] tr[data-code]").allInnerTexts();
+  // On a phone: the navigation is there, nothing scrolls sideways.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(200);
+  report.overview.phone = await page.evaluate(() => ({
+    scroll_width: document.documentElement.scrollWidth, width: window.innerWidth,
+    nav_visible: [...document.querySelectorAll("nav.sidenav a")].filter((a) => a.getBoundingClientRect().height > 0).length,
+  }));
+  await page.screenshot({ path: `${process.env.HEDDLE_SCREENSHOTS || "screenshots"}/console-overview-390.png` });
+  await page.goto(`${U}/console/w/${WS}/runs`);
+  await page.locator("tbody tr").first().waitFor();
+  report.runs_phone = await page.evaluate(() => ({ scroll_width: document.documentElement.scrollWidth, width: window.innerWidth }));
+  await page.screenshot({ path: `${process.env.HEDDLE_SCREENSHOTS || "screenshots"}/console-runs-390.png` });
+  await page.setViewportSize({ width: 1280, height: 860 });
+  // A failure code links to the runs it counts.
+  await page.goto(`${U}/console/w/${WS}/overview`);
+  await page.locator("table[aria-label='Failures by code'] tr[data-code] a").first().click();
+  await page.waitForURL(/error_code=/);
+  await page.locator("tbody tr").first().waitFor();
+  report.failed_list = await page.locator("tbody tr").allInnerTexts();
+
+  // --- runs: real rows, filters, live update ---
+  await page.goto(`${U}/console/w/${WS}/runs`);
   await page.locator(`tr[data-run="${RUN}"]`).waitFor();
   report.runs_rows = await page.locator("tbody tr").count();
   await shot(page, "console-runs");
@@ -124,6 +157,10 @@ await main(async (browser, report) => {
     has_raw_json: await page.locator("details.raw summary", { hasText: "Raw JSON" }).count(),
     agent_text: await page.locator("dl.meta >> text=Agent").locator("xpath=following-sibling::dd[1]").innerText(),
     state_badges: await page.locator(".page-head .badge, .stats .badge").count(),
+    first_entry: await page.locator(".timeline > li").first().innerText(),
+    model_input: await page.locator("details.model-input[open] .mi-msg").count(),
+    model_input_user: await page.locator("details.model-input[open] .mi-user").first().innerText(),
+    history_badge: await page.locator("details.model-input .history-badge").first().innerText(),
   };
   await shot(page, "console-trace");
 

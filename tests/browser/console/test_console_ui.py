@@ -116,10 +116,16 @@ def seeded(tmp_path, built_web):
             quoted = c.post(f"/v1/loom/threads/{quoting['id']}/messages", headers=erin,
                             json={"content": 'call: fee_quote {"amount": 120}'}).json()["data"]
             assert wait_closed(c, quoted["run_id"], erin)["state"] == "closed"
+            # A run that fails (the scripted model's `fail:`): the overview shows its code.
+            fay = {**headers, "Service-Subject": "web:fay"}
+            failing = c.post("/v1/loom/threads", json={"agent": agent["id"]}, headers=fay).json()["data"]
+            failed = c.post(f"/v1/loom/threads/{failing['id']}/messages", headers=fay,
+                            json={"content": "fail: the model is down"}).json()["data"]
+            assert wait_closed(c, failed["run_id"], fay)["state"] == "failed"
         assert run["state"] == "closed" and run["cost_credits"] > 0
         server.flush_request_log()
         yield {"server": server, "ws": ws, "key": key, "agent": agent, "run": run, "thread": thread,
-               "ask_run": asked["run_id"], "tool_run": quoted["run_id"],
+               "ask_run": asked["run_id"], "tool_run": quoted["run_id"], "failed_run": failed["run_id"],
                "login_path": urlparse(operator["login_url"]).path}
     finally:
         server.stop()
@@ -148,7 +154,16 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert look["sheet"] and look["logo"] == 1
     assert look["card"] == "rgb(255, 255, 255)" and look["button"] == "rgb(43, 89, 195)", look
     # Navigation has Threads and Agents; the threads page lists the conversation by subject and agent name.
-    assert report["nav"] == ["Runs", "Threads", "Agents", "Ledger", "Request log", "Identify", "Settings"]
+    assert report["nav"] == ["Overview", "Runs", "Threads", "Agents", "Ledger", "Request log", "Identify", "Settings"]
+    # The workspace opens on its overview: four runs today, one failed with model_error.
+    overview = report["overview"]
+    assert overview["stats"][0].split() == ["4", "runs"] and overview["stats"][1].split() == ["1", "failed"], overview
+    assert overview["codes"] == ["model_error\t1"] and overview["week_codes"] == overview["codes"], overview
+    assert overview["tokens"] and overview["tokens"][0].startswith("scripted"), overview
+    assert overview["phone"]["scroll_width"] <= overview["phone"]["width"] and overview["phone"]["nav_visible"] >= 4
+    assert report["runs_phone"]["scroll_width"] <= report["runs_phone"]["width"], report["runs_phone"]
+    # Its failure code links to the runs that failed with it.
+    assert len(report["failed_list"]) == 1 and "model_error" in report["failed_list"][0], report["failed_list"]
     threads = report["threads"]
     assert threads["rows"] >= 4 and threads["current"] == "Threads"
     assert "web:alice" in threads["row"] and "Payments helper" in threads["row"] and "closed" in threads["row"]
@@ -165,6 +180,11 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert "in" in trace["tokens_text"] and "out" in trace["tokens_text"]
     # The agent by name (and version), and the state said once.
     assert trace["agent_text"] == "Payments helper · version 1" and trace["state_badges"] == 1
+    # The user's message heads the timeline; the model's input reads as a conversation, with the
+    # history it was given counted (a first message: nothing earlier kept or dropped).
+    assert trace["first_entry"].startswith("The user wrote") and "DEUTDEFF" in trace["first_entry"], trace
+    assert trace["model_input"] >= 2 and "DEUTDEFF" in trace["model_input_user"], trace
+    assert trace["history_badge"].startswith("kept 0, dropped 0 (budget "), trace
     # State changes of a run that asked and was answered, in order.
     assert report["ask_states"] == ["awaiting input", "running"], report["ask_states"]
     # A hosted tool call's two HTTP attempts: 503, then 200.

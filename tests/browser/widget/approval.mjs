@@ -11,6 +11,7 @@ await main(async (browser, report) => {
   await page.waitForSelector(ui.card, { timeout: 30000 });
   report.card_heading = await page.textContent(`${ui.card} h3`);
   report.card_fields = await page.$$eval(`${ui.card} dd`, (els) => els.map((e) => e.textContent));
+  report.card_note = await page.textContent(`${ui.card} .hc-card-note`);
   report.pending = await page.evaluate(() => window.chat.run.pending);
   // Focus moved to the card (the person was typing in the widget).
   report.focused = await page.evaluate(() => document.querySelector("#chat").shadowRoot.activeElement?.textContent);

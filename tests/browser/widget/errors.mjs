@@ -42,5 +42,6 @@ await main(async (browser, report) => {
   await page.waitForSelector(`${ui.alert}:not([hidden])`);
   report.run_failed = await page.textContent(`${ui.alert} .hc-alert-text`);
   report.run_error = await page.evaluate(() => window.chat.run.error);
+  report.run_id = await page.evaluate(() => window.chat.run.id);
   await shot(page, "widget-error-run-failed");
 });

@@ -64,6 +64,26 @@ await main(async (browser, report) => {
   report.cards_after = await cards(page);
   report.replies_after = await page.$$eval("#chat .hc-assistant .hc-result", (els) => els.length);
   await shot(page, "widget-390-after-reload");
+
+  // A server that has just restarted answers the first trace reads 503: the cards come back
+  // once it answers (they used to stay missing until the next reload).
+  let refused = 0;
+  await page.route("**/v1/loom/runs/*/trace", (route) => {
+    if (route.request().method() !== "GET" || refused >= 2) return route.continue(); // the CORS preflight too
+    refused++;
+    return route.fulfill({ status: 503, contentType: "application/json",
+      headers: { "Access-Control-Allow-Origin": new URL(page.url()).origin },
+      body: JSON.stringify({ status: "error", error: { code: "service_unavailable", message: "starting" } }) });
+  });
+  await page.evaluate(() => { window.__events = []; });
+  await page.reload();
+  await page.waitForFunction(() => window.__events && window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+  report.cards_while_refused = (await cards(page)).length;
+  await page.waitForFunction(() => document.querySelector("#chat").shadowRoot.querySelectorAll(".hc-card").length >= 2,
+    null, { timeout: 20000 });
+  report.cards_after_restart = await cards(page);
+  report.trace_refusals = refused;
+  await page.unroute("**/v1/loom/runs/*/trace");
   await page.$eval("#chat .hc-card", (el) => el.scrollIntoView({ block: "center" }));
   await viewportShot(page, "widget-390-after-reload-cards");
 });

@@ -37,6 +37,23 @@ def test_pages_need_a_login_and_a_wrong_password_is_refused(http):
     assert unknown.status_code == 401 and "Wrong username or password." in unknown.text
 
 
+def test_the_chosen_agent_is_kept_through_the_login(http):
+    """`/?agent=agent_…` before logging in is still the agent after it (it used to be lost)."""
+    agent = "agent_chosen0000000000000"
+    first = http.get(f"/?agent={agent}")
+    assert first.status_code == 303 and first.headers["location"] == f"/login?agent={agent}"
+    form = http.get(first.headers["location"])
+    assert f'<input type="hidden" name="agent" value="{agent}">' in form.text
+    odd = http.get('/login?agent="><script>')  # anything but an agent id is dropped, never echoed
+    assert odd.status_code == 200 and 'name="agent"' not in odd.text and "<script>" not in odd.text
+    wrong = http.post("/login", data={"username": "site", "password": "wrong", "agent": agent})
+    assert wrong.status_code == 401 and f'value="{agent}"' in wrong.text  # kept for the next try
+    done = http.post("/login", data={"username": "site", "password": "pw-site", "agent": agent})
+    assert done.status_code == 303 and done.headers["location"] == f"/?agent={agent}"
+    assert f'data-agent="{agent}"' in http.get(done.headers["location"]).text
+    assert http.post("/login", data={"username": "site", "password": "pw-site", "agent": "x"}).headers["location"] == "/"
+
+
 def test_logged_in_page_embeds_the_widget_from_heddle(http, site):
     r = login(http)
     assert r.status_code == 303 and r.cookies.get("webchat_session")

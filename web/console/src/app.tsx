@@ -16,6 +16,7 @@ import { Settings } from "./pages/settings";
 import { AgentPage } from "./pages/agent";
 import { AgentsPage } from "./pages/settings_agents";
 import { Threads } from "./pages/threads";
+import { OverviewPage } from "./pages/overview";
 
 export interface Me { id: string; email: string; csrf_token: string }
 interface Workspace { id: string; name: string; balance_credits: number }
@@ -47,7 +48,7 @@ export function App() {
 }
 
 const NAV = [
-  ["runs", "Runs"], ["threads", "Threads"], ["agents", "Agents"], ["ledger", "Ledger"], ["requests", "Request log"],
+  ["overview", "Overview"], ["runs", "Runs"], ["threads", "Threads"], ["agents", "Agents"], ["ledger", "Ledger"], ["requests", "Request log"],
   ["identify", "Identify"], ["settings", "Settings"],
 ] as const;
 
@@ -101,7 +102,7 @@ function Shell({ me }: { me: Me }) {
 function WorkspaceSwitcher({ ws }: { ws: string }) {
   const { data } = useApi<{ items: Workspace[] }>("/workspaces");
   const items = data?.items || [];
-  const section = location.pathname.split("/")[4] || "runs";
+  const section = location.pathname.split("/")[4] || "overview";
   return (
     <div class="switcher">
       <label for="ws-switch" class="sr-only">Workspace</label>
@@ -116,7 +117,8 @@ function WorkspaceSwitcher({ ws }: { ws: string }) {
 function Page({ path }: { path: string }): ComponentChildren {
   let m;
   if (path === "/" || path === "") return <Workspaces />;
-  if ((m = match("/w/:ws", path))) { navigate(`/w/${m.ws}/runs`, true); return null; }
+  if ((m = match("/w/:ws", path))) { navigate(`/w/${m.ws}/overview`, true); return null; }
+  if ((m = match("/w/:ws/overview", path))) return <OverviewPage ws={m.ws} />;
   if ((m = match("/w/:ws/runs", path))) return <Runs ws={m.ws} />;
   if ((m = match("/w/:ws/runs/:run", path))) return <RunTrace ws={m.ws} run={m.run} />;
   if ((m = match("/w/:ws/threads", path))) return <Threads ws={m.ws} />;

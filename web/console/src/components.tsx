@@ -3,6 +3,7 @@
 import type { ComponentChildren, JSX } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { api, describe } from "./api";
+import { markdownHtml } from "./markdown";
 
 export function useApi<T>(path: string | null, deps: unknown[] = []) {
   const [data, setData] = useState<T | null>(null);
@@ -156,4 +157,32 @@ export function Notice({ message, onClose }: { message: string | null; onClose: 
       <button type="button" class="btn-link" onClick={onClose} aria-label="Dismiss">Dismiss</button>
     </div>
   );
+}
+
+// A message's Markdown, sanitized (markdown.ts); each code block gets a Copy button.
+export function Markdown({ text, class: cls }: { text: string; class?: string }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const root = ref.current;
+    if (!root) return;
+    root.innerHTML = markdownHtml(text);
+    for (const pre of Array.from(root.querySelectorAll("pre"))) {
+      const box = document.createElement("div");
+      box.className = "md-code";
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "btn btn-small md-copy";
+      button.textContent = "Copy";
+      button.setAttribute("aria-label", "Copy code");
+      button.addEventListener("click", async () => {
+        try { await navigator.clipboard.writeText(pre.textContent || ""); button.textContent = "Copied"; }
+        catch { button.textContent = "Select and copy"; }
+        announce("Copied to the clipboard.");
+        setTimeout(() => { button.textContent = "Copy"; }, 2000);
+      });
+      pre.replaceWith(box);
+      box.append(button, pre);
+    }
+  }, [text]);
+  return <div ref={ref} class={`md ${cls || ""}`} />;
 }

@@ -10,18 +10,19 @@ import { label } from "./text.js";
 
 const pretty = (name) => String(name || "action").replace(/_/g, " ");
 const RESTORE_RUNS = 4;
+const RESTORE_RETRIES = 3;
+const RESTORE_RETRY_MS = 3000;
 const enc = encodeURIComponent;
 
-// The tool's risk, in the person's words (the agent file's `risk` is an operator's term).
+// The tool's risk, in the person's words (the agent file's `risk` is an operator's term): a note
+// under the details, not one of them.
 const CARE = {
-  high: "This has a large effect: check the details before you approve.",
-  medium: "Check the details before you approve.",
+  high: "This may not be reversible, so make sure the details are right.",
+  medium: "Make sure the details are right.",
 };
 
 function fields(call) {
-  const out = Object.entries(call.args || {}).map(([k, v]) => [label(k), typeof v === "string" ? v : JSON.stringify(v)]);
-  if (CARE[call.risk]) out.push(["Please note", CARE[call.risk]]);
-  return out;
+  return Object.entries(call.args || {}).map(([k, v]) => [label(k), typeof v === "string" ? v : JSON.stringify(v)]);
 }
 
 // What was chosen on a card, from a tool call as the trace has it.
@@ -73,19 +74,25 @@ export class Cards {
 
   /** Rebuild the answered cards of the latest runs (after a reload), each after the message
    * that started its run; a card still waiting is the live one sync() shows. */
-  async restore() {
+  async restore(only = null, attempt = 0) {
     const { chat } = this;
-    const runs = [];
+    let runs = [];
     for (const el of chat.view.log.querySelectorAll(".hc-user[data-run]")) {
       if (el.dataset.run && !runs.some((r) => r.id === el.dataset.run)) runs.push({ id: el.dataset.run, el });
     }
-    for (const run of runs.slice(-RESTORE_RUNS)) {
+    runs = only ? runs.filter((r) => only.has(r.id)) : runs.slice(-RESTORE_RUNS);
+    const again = new Set();
+    for (const run of runs) {
       let trace;
       try {
         trace = await chat.api.get(`/v1/loom/runs/${enc(run.id)}/trace`);
       } catch (err) {
         if (err.kind === "network" || err.kind === "token") throw err;
-        continue; // an erased or unreadable run: its cards are not rebuilt, the chat goes on
+        // A server starting up (503) or busy (429, 5xx) answers later: those cards are read
+        // again in a few seconds (a card missing after a server restart, issue 41). An erased
+        // or unreadable run (404, 403): its cards are not rebuilt, the chat goes on.
+        if (err.status >= 500 || err.status === 429) again.add(run.id);
+        continue;
       }
       let after = run.el;
       for (const call of (trace.turns || []).flatMap((t) => t.tool_calls || [])) {
@@ -100,6 +107,9 @@ export class Cards {
         after = card.el;
       }
     }
+    if (again.size && attempt < RESTORE_RETRIES && !chat.destroyed) {
+      setTimeout(() => this.restore(again, attempt + 1).catch(() => {}), RESTORE_RETRY_MS * (attempt + 1));
+    }
   }
 
   /** A message sent while calls await approval declines them (Heddle's rule): say so on the cards. */
@@ -113,8 +123,9 @@ export class Cards {
     const entry = { runId: run.id, answered: false, kind: "approval" };
     entry.card = this.chat.view.card({
       heading: `Approve “${pretty(call.name)}”?`,
-      text: "The assistant wants to do this. Nothing happens unless you approve it.",
+      text: "The assistant would like to do this for you. Nothing happens unless you approve.",
       fields: fields(call),
+      note: CARE[call.risk],
       actions: [
         { label: "Approve", primary: true, onClick: () => this.answer(entry, call, "approval", { approved: true }, "Approved.") },
         { label: "Deny", onClick: () => this.answer(entry, call, "approval", { approved: false }, "Denied.") },
@@ -129,8 +140,8 @@ export class Cards {
     entry.card = this.chat.view.card({
       heading: `Did “${pretty(call.name)}” go through?`,
       text: call.patch_ref
-        ? `It was started${ref}. Tell the assistant whether it went through.`
-        : "Its result is not known. Tell the assistant whether it happened.",
+        ? `It was started${ref}, but its result is not known yet. Did it go through?`
+        : "Its result is not known yet. Did it happen?",
       fields: fields(call),
       actions: [
         { label: "Yes, it went through", primary: true, onClick: () => this.answer(entry, call, "outcome", { state: "occurred" }, "Confirmed: it went through.") },

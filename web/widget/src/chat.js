@@ -2,6 +2,7 @@
 // by polling while the socket is down), and what the person may do next.
 import { Cards } from "./cards.js";
 import { describe } from "./errors.js";
+import { renderStreaming } from "./text.js";
 import { connect } from "./realtime.js";
 import { Api, ChatError, Tokens, newKey } from "./session.js";
 import { View } from "./view.js";
@@ -9,6 +10,7 @@ import { View } from "./view.js";
 const TERMINAL = new Set(["closed", "failed"]);
 const BLOCKING = new Set(["running", "queued", "awaiting_outcome"]); // a new message would be 409 run_active
 const POLL_MS = 2000;
+const BLOCKED_CODES = new Set(["run_active", "outcome_first"]); // alerts true only while a run blocks
 
 const path = (strings, ...ids) => strings.reduce((out, s, i) => out + s + (i < ids.length ? encodeURIComponent(ids[i]) : ""), "");
 
@@ -60,8 +62,10 @@ export class Chat {
     if (this.destroyed) return;
     const text = describe(err);
     this.alertKind = err && err.kind;
+    this.alertCode = err && err.code;
     this.view.showError(text, retry);
-    this.emit("error", { kind: err && err.kind, code: err && err.code, status: err && err.status, message: text });
+    this.emit("error", { kind: err && err.kind, code: err && err.code, status: err && err.status, message: text,
+      reference: err && err.reference });
   }
 
   // ---- start: thread, history, the current run, then realtime ----
@@ -282,7 +286,7 @@ export class Chat {
     stream.pieces[delta.seq] = delta.delta;
     let text = "";
     for (let i = 0; i < stream.pieces.length && stream.pieces[i] !== undefined; i++) text += stream.pieces[i];
-    stream.el.querySelector(".hc-text").textContent = text;
+    renderStreaming(stream.el.querySelector(".hc-text"), text);
     this.view.scrollToEnd();
     this.emit("delta", delta);
   }
@@ -317,6 +321,8 @@ export class Chat {
       outcome: "Tell the assistant whether the action above went through.",
     }[pending] || (state === "queued" ? "Your message is queued." : ""));
     this.cards.sync(run);
+    // "Still working on your last message" is true only while it is: gone once the run is not.
+    if (!BLOCKING.has(state) && BLOCKED_CODES.has(this.alertCode)) this.clearAlert();
     if (run && TERMINAL.has(state)) this.settled(run, initial);
     if (run) this.emit("run", run);
     this.syncPolling();
@@ -329,19 +335,32 @@ export class Chat {
     if (run.state !== "failed" || this.reported.has(run.id)) return;
     this.reported.add(run.id);
     const err = new ChatError("run", run.error ? run.error.message : "", { code: run.error && run.error.code });
+    err.reference = run.id;
     if (err.code === "cancelled" || initial) this.view.notice(describe(err), err.code === "cancelled" ? "info" : "error");
     else this.fail(err);
   }
 
-  // ---- what the person does ----
-  submit() {
-    const content = this.view.input.value;
-    if (!content.trim() || !this.threadId) return;
-    if (this.run && BLOCKING.has(this.run.state)) {
-      this.fail(new ChatError("api", "", { code: this.run.state === "awaiting_outcome" ? "outcome_first" : "run_active" }));
-      return;
-    }
+  clearAlert() {
     this.view.clearError();
+    this.alertKind = this.alertCode = null;
+  }
+
+  // ---- what the person does ----
+  async submit() {
+    if (!this.view.input.value.trim() || !this.threadId || this.submitting) return;
+    if (this.run && BLOCKING.has(this.run.state)) {
+      // The run as last seen may already have ended: its reply shown, its closing update still
+      // on the way (a message sent right after a reply). Ask Heddle before refusing.
+      this.submitting = true;
+      try { await this.refreshRun(); } catch { /* refused below on what is known */ } finally { this.submitting = false; }
+      if (this.run && BLOCKING.has(this.run.state)) {
+        this.fail(new ChatError("api", "", { code: this.run.state === "awaiting_outcome" ? "outcome_first" : "run_active" }));
+        return;
+      }
+    }
+    const content = this.view.input.value;
+    if (!content.trim()) return;
+    this.clearAlert();
     if (this.run && this.run.pending && this.run.pending.type === "approval") this.cards.declineByMessage();
     if (this.emptyNote) { this.emptyNote.remove(); this.emptyNote = null; }
     const entry = { content, el: this.view.message("user", content, { pending: true }) };
@@ -362,6 +381,12 @@ export class Chat {
       this.handleRun(data.run);
     } catch (err) {
       if (this.destroyed) return;
+      if (err.code === "run_active" && !entry.retried) {
+        // Heddle's run ended after our view of it was read: once it has, send again (the same key).
+        entry.retried = true;
+        try { await this.refreshRun(); } catch { /* shown below */ }
+        if (!this.run || !BLOCKING.has(this.run.state)) return this.post(entry, key);
+      }
       if (err.code === "run_active") {
         entry.el.remove();
         this.unsent.splice(this.unsent.indexOf(entry), 1);

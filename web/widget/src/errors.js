@@ -1,5 +1,7 @@
-// Errors a person can read: what happened and what they can do, never a stack trace or a bare
-// code. The code stays available to the page (the `heddle-chat:error` event) for its own logs.
+// Errors a person can read: what happened and what they can do, never a stack trace, a bare code
+// or operator text (a failed run's message). The code stays available to the page (the
+// `heddle-chat:error` event) for its own logs; a failed run's reference is its id, which the
+// console's runs page opens.
 
 const BY_CODE = {
   insufficient_credits: "The assistant is unavailable right now: this service has run out of credits. Please try again later.",
@@ -35,15 +37,17 @@ export function describe(err) {
     return "Couldn't sign you in to the chat: the website's sign-in service did not answer. Try again in a moment, or reload the page.";
   }
   if (err.kind === "run") {
-    const known = BY_CODE[err.code];
-    if (known) return known;
-    return `The assistant could not finish its reply${err.message ? `: ${err.message}` : "."}`;
+    // The run's error message is the operator's (a URL refused, a setting to change): it stays in
+    // the trace and the console. The person gets a sentence and a reference to quote.
+    const text = BY_CODE[err.code] || "The assistant could not finish its reply. Try again in a moment.";
+    return err.code === "cancelled" || err.code === "interrupted" || !err.reference
+      ? text : `${text} (Reference: ${err.reference})`;
   }
   if (err.code === "rate_limited" && err.retryAfter) {
     return `You are sending messages too quickly. Try again in ${err.retryAfter} seconds.`;
   }
   if (BY_CODE[err.code]) return BY_CODE[err.code];
   if (err.status >= 500) return BY_CODE.internal_error;
-  if (err.code === "invalid_request") return `The chat service refused that: ${err.message}`;
-  return err.message ? `Something went wrong: ${err.message}` : "Something went wrong.";
+  if (err.code === "invalid_request") return "The chat service could not accept that message. Try rephrasing it.";
+  return "Something went wrong. Try again in a moment.";
 }

@@ -1,8 +1,9 @@
 // The widget's DOM, inside an open shadow root so the host page's CSS cannot break it (and it
 // cannot break the page); CSS custom properties (--heddle-chat-*) still inherit through it, which
-// is how a page themes it. No innerHTML anywhere: every text goes in as text.
+// is how a page themes it. No innerHTML anywhere: every text goes in as text, and a reply's
+// Markdown as the sanitized nodes markdown.js builds.
 import css from "./styles.css";
-import { renderText } from "./text.js";
+import { renderStreaming, renderText } from "./text.js";
 
 let counter = 0;
 const uid = (prefix) => `${prefix}-${++counter}`;
@@ -141,8 +142,9 @@ export class View {
       el.classList.add("hc-streaming");
       body.setAttribute("aria-hidden", "true");
     }
-    // A streaming bubble shows raw text until it is whole; a finished assistant reply is rendered.
-    if (role === "user" || streaming) body.textContent = text;
+    // The person's own text as typed; a reply as Markdown (a streaming one without its JSON fields).
+    if (role === "user") body.textContent = text;
+    else if (streaming) renderStreaming(body, text);
     else renderText(body, text);
     if (pending) el.classList.add("hc-pending");
     el.dataset.run = run || "";
@@ -174,7 +176,7 @@ export class View {
   }
 
   /** A card asking the person to decide (approve a tool call, confirm an outcome). */
-  card({ heading, text, fields, actions, after }) {
+  card({ heading, text, fields, note, actions, after }) {
     const headingId = uid("hc-card");
     const title = h("h3", { id: headingId, class: "hc-card-title", tabindex: "-1", text: heading });
     const list = fields && fields.length
@@ -186,7 +188,8 @@ export class View {
     }));
     const row = h("div", { class: "hc-actions" }, buttons);
     const el = h("div", { class: "hc-card", role: "group", "aria-labelledby": headingId, part: "card" },
-      title, text ? h("p", { class: "hc-card-text", text }) : null, list, row);
+      title, text ? h("p", { class: "hc-card-text", text }) : null, list,
+      note ? h("p", { class: "hc-card-note", text: note }) : null, row);
     actions.forEach((a, i) => buttons[i].addEventListener("click", () => a.onClick(buttons[i])));
     if (after) after.after(el); // a card rebuilt from history goes back where it was
     else this.append(el);

@@ -7,7 +7,10 @@ import { Link } from "../router";
 
 type Obj = Record<string, any>;
 const RAILS = ["swift", "iban", "routing_number", "sort_code", "ifsc", "nuban", "momo", "gh_bank"];
-const EXAMPLES = ["DEUTDEFF", "GB82WEST12345698765432", "021000021", "HDFC0000001"];
+// One-click examples, one per rail: each identifies against the data Heddle ships
+// (tests/console/test_identify_examples.py posts each one).
+interface Example { identifier: string; rail: string }
+const EXAMPLES: Example[] = [{identifier: "DEUTDEFF", rail: "swift"}, {identifier: "GB29NWBK60161331926819", rail: "iban"}, {identifier: "021000021", rail: "routing_number"}, {identifier: "HDFC0000001", rail: "ifsc"}, {identifier: "60-83-71", rail: "sort_code"}];
 
 export function Identify({ ws }: { ws: string }) {
   const [identifier, setIdentifier] = useState("");
@@ -32,7 +35,7 @@ export function Identify({ ws }: { ws: string }) {
             <Field label="Identifier" hint="A BIC, IBAN, routing number, sort code, IFSC, bank code or wallet number.">
               {(id) => <input id={id} required class="mono" value={identifier} aria-describedby={`${id}-hint`} onInput={(e) => setIdentifier(e.currentTarget.value)} />}
             </Field>
-            <p class="small muted">Examples: {EXAMPLES.map((x, i) => <>{i > 0 && ", "}<button type="button" class="btn-link mono" onClick={() => setIdentifier(x)}>{x}</button></>)}</p>
+            <p class="small muted">Examples: {EXAMPLES.map((x, i) => <>{i > 0 && ", "}<button type="button" class="btn-link mono" title={x.rail.replace(/_/g, " ")} onClick={() => { setIdentifier(x.identifier); setRail(""); }}>{x.identifier}</button></>)}</p>
             <div class="form-row">
               <Field label="Rail (optional)">
                 {(id) => <select id={id} value={rail} onChange={(e) => setRail(e.currentTarget.value)}>

@@ -61,20 +61,20 @@ export function Requests({ ws }: { ws: string }) {
       {rows && rows.length === 0 && <Empty>No requests match.</Empty>}
       {rows && rows.length > 0 && (
         <div class="table-wrap">
-          <table class="table" aria-label="Requests">
+          <table class="table table-stack" aria-label="Requests">
             <thead><tr><th scope="col">When</th><th scope="col">Status</th><th scope="col">Request</th>
               <th scope="col" class="num">Latency</th><th scope="col">Caller</th><th scope="col">Run</th><th scope="col">Request id</th></tr></thead>
             <tbody>
               {rows.map((r, i) => (
                 <tr key={r.id ?? r.request_id ?? i}>
                   <td>{when(r.created_at)}</td>
-                  <td><StatusCode status={r.status} /></td>
+                  <td data-label="Status"><StatusCode status={r.status} /></td>
                   {/* One line per request: a long path is cut with an ellipsis, whole in its tooltip. */}
                   <td class="mono small req-path" title={`${r.method} ${r.path}`}><span class="req-method">{r.method}</span> {r.path}</td>
-                  <td class="num nowrap">{Math.round(r.latency_ms ?? 0)} ms</td>
-                  <td class="small nowrap">{r.auth_mode || "—"}{r.key_id && <span class="mono muted" title={r.key_id}> {short(r.key_id, 12)}</span>}</td>
-                  <td>{r.run_id ? <Link href={`/w/${ws}/runs/${r.run_id}`} class="mono small">{short(r.run_id)}</Link> : "—"}</td>
-                  <td class="mono small muted nowrap">{r.request_id}</td>
+                  <td data-label="Latency" class="num nowrap">{Math.round(r.latency_ms ?? 0)} ms</td>
+                  <td data-label="Caller" class="small nowrap">{r.auth_mode || "—"}{r.key_id && <span class="mono muted" title={r.key_id}> {short(r.key_id, 12)}</span>}</td>
+                  <td data-label="Run">{r.run_id ? <Link href={`/w/${ws}/runs/${r.run_id}`} class="mono small">{short(r.run_id)}</Link> : "—"}</td>
+                  <td data-label="Request id" class="mono small muted nowrap">{r.request_id}</td>
                 </tr>
               ))}
             </tbody>

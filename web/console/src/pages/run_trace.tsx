@@ -2,7 +2,8 @@
 // result, outcome, attempts) and the API calls attributed to the run, in time order.
 import type { ComponentChildren } from "preact";
 import { useEffect } from "preact/hooks";
-import { Badge, Card, ErrorBox, Loading, PageHead, RawJson, StatusCode, useApi } from "../components";
+import { Badge, Card, ErrorBox, Loading, Markdown, PageHead, RawJson, StatusCode, useApi } from "../components";
+import { ModelInput } from "./model_input";
 import { credits, duration, short, when } from "../format";
 import { Link } from "../router";
 
@@ -12,9 +13,11 @@ interface Entry { at: string; order: number; key: string; node: ComponentChildre
 
 // The console API answers the run with its trace merged in, or as {run, trace, requests}.
 function normalise(data: Obj): { run: Obj; trace: Obj; requests: Obj[] } {
+  // This run's messages (the console API gives them beside the trace): the user's come first.
   const run = data.run && typeof data.run === "object" ? { ...data.run } : { ...data };
   const trace = data.trace && typeof data.trace === "object" ? { ...run, ...data.trace } : run;
   if (data.state_changes) trace.state_changes = data.state_changes;
+  if (data.messages) trace.messages = data.messages;
   // Hosted tool calls' HTTP attempts come beside the trace, by tool call id.
   const attempts: Record<string, Obj[]> = data.tool_attempts || {};
   trace.turns = (trace.turns || []).map((turn: Obj) => ({ ...turn, tool_calls: (turn.tool_calls || []).map(
@@ -101,6 +104,15 @@ function timeline(t: Obj, requests: Obj[], ws: string): Entry[] {
   const opened = t.opened_at || t.created_at;
   openedAt = opened ? new Date(opened).getTime() : 0;
   out.push({ at: opened, order: 0, key: "open", kind: "state", node: <Head title="Run opened" at={opened}><Badge value="running" /></Head> });
+  // What the user wrote: the run's opening message first, then any answer given while it waited.
+  (t.messages || []).filter((m: Obj) => m.role === "user").forEach((m: Obj, i: number) => {
+    out.push({ at: i === 0 && opened && m.created_at > opened ? opened : m.created_at, order: i === 0 ? -1 : 1.5,
+      key: `msg-${m.id}`, kind: "user", node: (
+        <div>
+          <Head title={i === 0 ? "The user wrote" : "The user answered"} at={m.created_at} />
+          <div class="user-says"><Markdown text={m.content} /></div>
+        </div>) });
+  });
   // State changes, when the API gives them (run events), each a row.
   const changes: Obj[] = t.state_changes || t.events?.filter((e: Obj) => e.type === "run.updated").map((e: Obj) => ({ state: e.data?.state, at: e.created_at })) || [];
   let prev = "running"; // "Run opened" already says so; the closing entry says how it ended
@@ -179,8 +191,9 @@ function Turn({ turn }: { turn: Obj }) {
         <span class="small">{turn.input_tokens} tokens in · {turn.output_tokens} out</span>
         <span class="small"><strong>{credits(turn.cost_credits)}</strong> credits</span>
       </Head>
-      {text && <blockquote class="reply">{text}</blockquote>}
+      {text && <blockquote class="reply"><Markdown text={text} /></blockquote>}
       {(turn.tool_calls || []).map((c: Obj) => <ToolCall key={c.id} call={c} />)}
+      <ModelInput request={turn.request || {}} open={turn.seq === 1} />
       <RawJson value={{ request: turn.request, response: turn.response }} label="Model request and response" />
     </div>
   );

@@ -22,11 +22,11 @@ function order(a: RunRow, b: RunRow) {
 export function Runs({ ws }: { ws: string }) {
   const { query } = useLocation();
   const f = { state: query.get("state") || "", agent: query.get("agent") || "", subject: query.get("subject") || "",
-              since: query.get("since") || "", until: query.get("until") || "" };
+              since: query.get("since") || "", until: query.get("until") || "", error_code: query.get("error_code") || "" };
   const [subjectDraft, setSubjectDraft] = useState(f.subject);
   const agents = useApi<{ items: Agent[] }>(`/workspaces/${ws}/agents`);
   const filterQuery = { state: f.state, agent: f.agent, subject: f.subject,
-                        since: localToIso(f.since), until: localToIso(f.until) };
+                        since: localToIso(f.since), until: localToIso(f.until), error_code: f.error_code };
   const key = JSON.stringify(filterQuery);
 
   const [rows, setRows] = useState<RunRow[] | null>(null);
@@ -66,7 +66,7 @@ export function Runs({ ws }: { ws: string }) {
         setRows((old) => {
           const byId = new Map((old || []).map((r) => [r.id, r]));
           for (const r of p.items) {
-            if (f.state && r.state !== f.state) { byId.delete(r.id); continue; }
+            if ((f.state && r.state !== f.state) || (f.error_code && r.error_code !== f.error_code)) { byId.delete(r.id); continue; }
             if (!byId.has(r.id)) added++;
             byId.set(r.id, r);
           }
@@ -136,29 +136,31 @@ export function Runs({ ws }: { ws: string }) {
         </div>
         <div class="field field-button">
           <button class="btn">Apply</button>
-          {(f.state || f.agent || f.subject || f.since || f.until) &&
+          {(f.state || f.agent || f.subject || f.since || f.until || f.error_code) &&
             <button type="button" class="btn btn-ghost" onClick={() => { setSubjectDraft(""); setQuery({}); }}>Clear</button>}
         </div>
       </form>
+      {f.error_code && <p class="filter-note">Failed with <code>{f.error_code}</code>{" "}
+        <button type="button" class="btn-link" onClick={() => set({ error_code: "" })}>Any failure code</button></p>}
       <ErrorBox error={error} />
       {rows === null && !error && <Loading what="Loading runs" />}
       {rows && rows.length === 0 && <Empty>No runs match. New runs appear here as they start.</Empty>}
       {rows && rows.length > 0 && (
         <div class="table-wrap">
-          <table class="table" aria-label="Runs">
+          <table class="table table-stack" aria-label="Runs">
             <thead><tr><th scope="col">Run</th><th scope="col">State</th><th scope="col">Agent</th><th scope="col">Subject</th>
               <th scope="col" class="num">Turns</th><th scope="col" class="num">Cost</th><th scope="col">Started</th><th scope="col">Updated</th></tr></thead>
             <tbody>
               {rows.map((r) => (
                 <tr key={r.id} class={fresh.has(r.id) ? "row-fresh" : ""} data-run={r.id}>
                   <td><Link href={`/w/${ws}/runs/${r.id}`} class="mono" aria-label={`Run ${r.id}`} title={r.id}>{short(r.id)}</Link></td>
-                  <td><Badge value={r.state} />{r.error_code && <span class="small muted"> {r.error_code}</span>}</td>
-                  <td>{agentName(r.agent_id) || <span class="mono">{r.agent_id}</span>}{r.agent_version ? <span class="muted small"> v{r.agent_version}</span> : null}</td>
-                  <td class="mono small">{r.subject}</td>
-                  <td class="num">{r.turn_count}</td>
-                  <td class="num">{credits(r.cost_credits)}</td>
-                  <td title={r.opened_at}>{when(r.opened_at)}</td>
-                  <td class="muted small" title={r.updated_at}>{ago(r.updated_at)}</td>
+                  <td data-label="State"><Badge value={r.state} />{r.error_code && <span class="small muted"> {r.error_code}</span>}</td>
+                  <td data-label="Agent">{agentName(r.agent_id) || <span class="mono">{r.agent_id}</span>}{r.agent_version ? <span class="muted small"> v{r.agent_version}</span> : null}</td>
+                  <td data-label="Subject" class="mono small">{r.subject}</td>
+                  <td data-label="Turns" class="num">{r.turn_count}</td>
+                  <td data-label="Cost" class="num">{credits(r.cost_credits)}</td>
+                  <td data-label="Started" title={r.opened_at}>{when(r.opened_at)}</td>
+                  <td data-label="Updated" class="muted small" title={r.updated_at}>{ago(r.updated_at)}</td>
                 </tr>
               ))}
             </tbody>

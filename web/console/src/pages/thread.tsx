@@ -1,5 +1,5 @@
 // A thread's conversation: the messages as a chat, each linked to the run that answered it.
-import { Badge, Card, Empty, ErrorBox, Loading, PageHead, RawJson, useApi } from "../components";
+import { Badge, Card, Empty, ErrorBox, Loading, Markdown, PageHead, RawJson, useApi } from "../components";
 import { credits, short, when } from "../format";
 import { Link } from "../router";
 
@@ -28,7 +28,7 @@ export function Thread({ ws, thread }: { ws: string; thread: string }) {
                   <div class="msg-meta"><strong>{m.role === "user" ? "User" : "Assistant"}</strong>
                     <time dateTime={m.created_at}>{when(m.created_at)}</time>
                     {m.run_id && <Link href={`/w/${ws}/runs/${m.run_id}`} class="small">run {short(m.run_id)}</Link>}</div>
-                  <div class="msg-text">{m.content}</div>
+                  {m.role === "user" ? <div class="msg-text">{m.content}</div> : <Markdown text={m.content} class="msg-text" />}
                 </li>
               ))}
             </ol>

@@ -44,17 +44,17 @@ export function Threads({ ws }: { ws: string }) {
       {rows && rows.length === 0 && <Empty>No threads match.</Empty>}
       {rows && rows.length > 0 && (
         <div class="table-wrap">
-          <table class="table" aria-label="Threads">
+          <table class="table table-stack" aria-label="Threads">
             <thead><tr><th scope="col">Subject</th><th scope="col">Agent</th><th scope="col">Latest run</th>
               <th scope="col">Last activity</th><th scope="col">Started</th></tr></thead>
             <tbody>
               {rows.map((t) => (
                 <tr key={t.id} data-thread={t.id}>
                   <td><Link href={`/w/${ws}/threads/${t.id}`} class="mono">{t.subject}</Link></td>
-                  <td><Link href={`/w/${ws}/agents/${t.agent}`}>{t.agent_name || t.agent}</Link></td>
-                  <td>{t.latest_run ? <Link href={`/w/${ws}/runs/${t.latest_run.id}`}><Badge value={t.latest_run.state} /></Link> : <span class="muted">none</span>}</td>
-                  <td>{when(t.latest_run?.updated_at || t.created_at)}</td>
-                  <td>{when(t.created_at)}</td>
+                  <td data-label="Agent"><Link href={`/w/${ws}/agents/${t.agent}`}>{t.agent_name || t.agent}</Link></td>
+                  <td data-label="Latest run">{t.latest_run ? <Link href={`/w/${ws}/runs/${t.latest_run.id}`}><Badge value={t.latest_run.state} /></Link> : <span class="muted">none</span>}</td>
+                  <td data-label="Last activity">{when(t.latest_run?.updated_at || t.created_at)}</td>
+                  <td data-label="Started">{when(t.created_at)}</td>
                 </tr>
               ))}
             </tbody>

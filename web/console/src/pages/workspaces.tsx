@@ -28,7 +28,7 @@ export function Workspaces() {
           <ul class="ws-list" aria-label="Workspaces">
             {data.items.map((w) => (
               <li key={w.id}>
-                <Link href={`/w/${w.id}/runs`} class="ws-item">
+                <Link href={`/w/${w.id}/overview`} class="ws-item">
                   <span class="ws-left"><span class="ws-name">{w.name}</span><span class="mono muted small">{w.id}</span></span>
                   <span class="ws-right"><span class="ws-balance">{credits(w.balance_credits)} credits</span>
                     <span class="muted small">Created {when(w.created_at)}</span></span>
