@@ -72,15 +72,12 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
           dev: bool = typer.Option(False, "--dev", help="Allow loopback/private outbound targets; readable logs."),
           port_file: str | None = PortFile, database_url: str = DatabaseUrl):
     """Run the API, the run engine and the realtime server in one process."""
-    import uvicorn
-
-    from heddle.app import create_app
     from heddle.cli.config_errors import check_serving_config
     from heddle.cli.database import check_reachable
     from heddle.cli.database import resolve as resolve_database
     from heddle.config import Settings
     from heddle.db import sqlite_owner
-    from heddle.serving import raise_open_files_limit, uvicorn_options
+    from heddle.serving import raise_open_files_limit
 
     overrides: dict = {}
     if database_url:
@@ -92,6 +89,9 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     if dev:
         overrides.update(dev=True, log_json=False)
     settings = Settings(**overrides)
+    # PostgreSQL: a wrong URL is one line, not a failed start-up (first: the model classes' check
+    # imports the providers' SDKs, seconds on a busy machine; this connects and answers at once)
+    check_reachable(settings.database_url)
     check_serving_config(settings)
     _check_or_exit(settings, "serve")
     sock = _listen_or_exit("serve", settings.host, settings.port, port_file)  # before the database is touched
@@ -101,7 +101,6 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
         typer.echo(f"heddle serve: {exc}", err=True)
         raise typer.Exit(1) from None
     _, database_line = resolve_database(settings.database_url, may_create=True)
-    check_reachable(settings.database_url)  # PostgreSQL: a wrong URL is one line, not a failed start-up
     sys.stderr.write(f"Heddle on http://{settings.host}:{sock.getsockname()[1]} (API reference at /docs); "
                      f"{database_line}\n")
     if not settings.public_url and settings.host not in ("127.0.0.1", "localhost", "::1"):
@@ -109,6 +108,11 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
                          f"{settings.console_base_url()} and `heddle operator` links point there: set "
                          "HEDDLE_PUBLIC_URL to the URL operators use.\n")
     raise_open_files_limit()
+    import uvicorn  # the server itself only now: a refusal above is said without importing it
+
+    from heddle.app import create_app
+    from heddle.serving import uvicorn_options
+
     app = create_app(settings)
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings, app.state.services.metrics)))
     server.run(sockets=[sock])
@@ -126,8 +130,6 @@ def worker(concurrency: int | None = typer.Option(None, "--concurrency", min=1,
 
     from heddle.cli.database import check_reachable
     from heddle.config import Settings
-    from heddle.observability.logging import configure_logging
-    from heddle.queue.process import run_worker_process
 
     overrides: dict = {}
     if database_url:
@@ -143,6 +145,9 @@ def worker(concurrency: int | None = typer.Option(None, "--concurrency", min=1,
     if settings.worker_port is not None:  # bound before the queue starts: a taken port is refused here
         health = _listen_or_exit("worker", settings.host, settings.worker_port, port_file)
         sys.stderr.write(f"Heddle worker; health and metrics on http://{settings.host}:{health.getsockname()[1]}\n")
+    from heddle.observability.logging import configure_logging
+    from heddle.queue.process import run_worker_process
+
     configure_logging(settings.log_level, settings.log_json)
     # uvloop where it is installed (uvicorn[standard] brings it), as `heddle serve` has through
     # uvicorn: a worker's time goes to socket round trips with the database, which uvloop makes
