@@ -8,6 +8,7 @@ session, and the refusals a user meets first (a key of another workspace, no ser
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -136,3 +137,25 @@ def test_the_transcript_prints_a_streamed_reply_once():
     transcript.event("message.created", {"id": "m1", "role": "assistant", "content": "You said: hi"})
     transcript.event("message.created", {"id": "m2", "role": "assistant", "content": "Unstreamed."})
     assert out.getvalue() == "agent> You said: hi\nagent> Unstreamed.\n"
+
+
+def test_both_clients_read_a_runs_events_with_the_streamed_pieces(server, agent):
+    """`Loom.events` (what `heddle chat` reads), sync and async twins: the pieces, then the message."""
+    from heddle.client import AsyncHeddle, Heddle
+
+    ws, agent_id = agent
+    key = cli(server, "key", "create", "--workspace", ws)["secret"]
+    with Heddle(server.base_url, api_key=key, subject="web:events") as client:
+        accepted = client.loom.send(agent_id, "Where does 021000021 go?").accepted
+        synced = [(e.event, e.data.get("delta")) for e in client.loom.events(accepted.run_id)]
+
+    async def read_async():
+        async with AsyncHeddle(server.base_url, api_key=key, subject="web:events") as client:
+            events = [e async for e in client.loom.events(accepted.run_id)]
+            return events, [e async for e in client.loom.events(accepted.run_id, after=events[-2].id)]
+
+    events, resumed = asyncio.run(read_async())
+    assert [(e.event, e.data.get("delta")) for e in events] == synced
+    pieces = "".join(e.data["delta"] for e in events if e.event == "message.delta")
+    assert pieces == "021000021 is JPMorgan Chase Bank, N.A. (US); reachable on: ach, wire, rtp, fednow."
+    assert events[-1].run.state == "closed" and [e.id for e in resumed] == [events[-1].id]

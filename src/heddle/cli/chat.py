@@ -237,6 +237,8 @@ def chat(agent: str = typer.Argument(..., metavar="AGENT", help="Agent id (agent
                               f"`heddle chat {agent} --workspace {workspace}{again}` without --message)")
                 code = 1 if run_data["state"] == "failed" else 0
         else:
+            if sys.stdin.isatty():
+                import readline  # noqa: F401 - line editing and history for input()
             sys.stderr.write(f"Talking to {agent} as {who} on {base_url} (thread {thread.id}); "
                              "/quit or Ctrl-D ends.\n")
             code = converse(client, thread.id, who, _prompted_lines("you> "), sys.stdout, _ask)
