@@ -89,11 +89,11 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     if dev:
         overrides.update(dev=True, log_json=False)
     settings = Settings(**overrides)
-    # PostgreSQL: a wrong URL is one line, not a failed start-up (first: the model classes' check
-    # imports the providers' SDKs, seconds on a busy machine; this connects and answers at once)
+    _check_or_exit(settings, "serve")  # settings that cannot work together, before any connection
+    # PostgreSQL: a wrong URL is one line, not a failed start-up (before the model classes' check,
+    # which imports the providers' SDKs: seconds on a busy machine; this answers at once)
     check_reachable(settings.database_url)
     check_serving_config(settings)
-    _check_or_exit(settings, "serve")
     sock = _listen_or_exit("serve", settings.host, settings.port, port_file)  # before the database is touched
     try:  # held until the process exits; refused in one clear line rather than a start-up traceback
         sqlite_owner.hold(settings.database_url)
