@@ -148,3 +148,22 @@ def test_operator_links_use_the_configured_public_url(server):
     result = runner.invoke(app, ["operator", "create", "--email", "bad@example.com", "--public-url", "ftp://x",
                                  "--database-url", server.settings.database_url])
     assert result.exit_code != 0 and "--public-url" in result.output
+
+
+def test_an_unknown_model_class_says_it_was_checked_in_this_shell(server, tmp_path):
+    """The server may know `gpt` (its own HEDDLE_MODEL_CLASSES); this shell does not (issue 41)."""
+    ws = cli(server, "workspace", "create", "--name", "Classes")[1]["id"]
+    gpt = tmp_path / "gpt.yaml"
+    gpt.write_text(AGENT_YAML.replace("scripted", "gpt"))
+    code, out = cli(server, "agent", "create", "--workspace", ws, "--file", str(gpt), env={"HEDDLE_MODEL_CLASSES": ""})
+    message = out["error"]["message"]
+    assert code == 1 and message.startswith(f"{gpt}: model_class: unknown model class 'gpt': HEDDLE_MODEL_CLASSES "
+                                            "is not set in this shell, so only scripted is known."), message
+    assert "not a running server's: run it with the server's HEDDLE_MODEL_CLASSES set" in message
+    local = '{"local": {"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key": "x"}}'
+    code, out = cli(server, "agent", "create", "--workspace", ws, "--file", str(gpt),
+                    env={"HEDDLE_MODEL_CLASSES": local})
+    assert code == 1 and "HEDDLE_MODEL_CLASSES in this shell configures local, scripted" in out["error"]["message"]
+    code, made = cli(server, "agent", "create", "--workspace", ws, "--file", str(gpt),
+                     env={"HEDDLE_MODEL_CLASSES": local.replace('"local"', '"gpt"')})
+    assert code == 0 and made["model_class"] == "gpt"  # known here: created (the server decides at run time)

@@ -10,6 +10,7 @@ otherwise start an empty database and every command would quietly work on it.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -60,3 +61,12 @@ def resolve(database_url: str | None, *, may_create: bool = False) -> tuple[str,
         f"no Heddle database at {path}. Start the server first (`make serve` or `heddle serve` "
         "creates it), run this command where your heddle.db is, name one with --database-url or "
         "HEDDLE_DATABASE_URL, or create an empty one here with `heddle migrate`.")
+
+
+def check_reachable(url: str) -> None:
+    """PostgreSQL: connect once now, so that a wrong host, port, database, user or TLS setting
+    is one sentence (DatabaseUnreachable) before a server or worker starts, not a failed start-up."""
+    from heddle.db.connection_errors import probe
+
+    if make_url(url).drivername.startswith("postgresql"):
+        asyncio.run(probe(url))

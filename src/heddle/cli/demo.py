@@ -5,15 +5,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import typer
 
-from heddle.cli.database import DatabaseMissing
 from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, fail, run_db
-from heddle.config import get_settings
-from heddle.loom import agents as agent_service
-from heddle.loom.agent_file import AgentFile
-from heddle.workspaces import service as ws_service
 
 DEMO_TOOLHOST = "http://127.0.0.1:8081"
 
@@ -34,10 +28,16 @@ DEMO_AGENT: dict[str, Any] = {
 }
 
 
-def demo(toolhost_url: str = typer.Option(DEMO_TOOLHOST, "--toolhost-url",
+def demo(toolhost_url: str = typer.Option(DEMO_TOOLHOST, "--toolhost-url", metavar="URL",
                                           help="Where the example tool host listens."),
          database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
     """Seed a demo workspace (1,000 credits), key, tool-host connection and agent."""
+    from heddle.cli.database import DatabaseMissing
+    from heddle.config import get_settings
+    from heddle.loom import agents as agent_service
+    from heddle.loom.agent_file import AgentFile
+    from heddle.workspaces import service as ws_service
+
     async def work(s):
         ws = await ws_service.create_workspace(s, "Demo", 1000)
         key, secret = await ws_service.create_key(s, ws.id, "live")
@@ -57,6 +57,8 @@ def demo(toolhost_url: str = typer.Option(DEMO_TOOLHOST, "--toolhost-url",
 
 def _running(server: str) -> bool:
     """Whether a Heddle already answers there, so the steps do not ask to start a second one."""
+    import httpx
+
     try:
         return httpx.get(f"{server}/healthz", timeout=1.0).status_code == 200
     except httpx.HTTPError:

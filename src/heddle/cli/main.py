@@ -1,4 +1,10 @@
-"""The `heddle` command: serve the API and manage the control plane."""
+"""The `heddle` command: serve the API and manage the control plane.
+
+Registering a command: a module under heddle/cli/ whose heavy imports sit inside its functions
+(so that every `--help` stays fast, tests/cli/test_help.py), registered with one line at the end
+(`app.add_typer` or `app.command`); a group whose module is heavy at import time goes in
+`Commands.lazy` instead.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +12,37 @@ import sys
 
 import typer
 
-from heddle.cli.config_errors import exit_with, is_settings_error, settings_problem
+from heddle import __version__
+from heddle.cli.chat import chat
 from heddle.cli.demo import demo
+from heddle.cli.lazy import LazyGroup
 from heddle.cli.operator import app as operator_app
 from heddle.cli.output import DatabaseUrl, JsonFlag, PortFile, emit, run_db
 from heddle.cli.up import up
 from heddle.cli.webhooks import webhook_app
 from heddle.cli.workspace_admin import agent_app, connection_app, credits_app, key_app, workspace_app
-from heddle.db.urls import DatabaseUrlError
-from heddle.identify.cli import app as identify_app
 
-app = typer.Typer(help="Heddle: Identify and Loom, self-hosted.", no_args_is_help=True,
+
+class Commands(LazyGroup):
+    lazy = {  # name: ("module:Typer app", its line in `heddle --help`), imported when used
+        "identify": ("heddle.identify.cli:app", "Identify directories: import official files, show coverage."),
+    }
+
+
+app = typer.Typer(cls=Commands, help="Heddle: Identify and Loom, self-hosted.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
-app.add_typer(workspace_app, name="workspace")
-app.add_typer(key_app, name="key")
-app.add_typer(connection_app, name="connection")
-app.add_typer(agent_app, name="agent")
-app.add_typer(credits_app, name="credits")
-app.add_typer(webhook_app, name="webhook")
-app.add_typer(operator_app, name="operator")
-app.command("demo")(demo)
-app.command("up")(up)
-app.add_typer(identify_app, name="identify", help="Identify directories: import official files, show coverage.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"heddle {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                          help="Print the version and exit.")) -> None:
+    """Heddle: Identify and Loom, self-hosted."""
 
 
 def _check_or_exit(settings, role: str) -> None:
@@ -57,14 +72,12 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
           dev: bool = typer.Option(False, "--dev", help="Allow loopback/private outbound targets; readable logs."),
           port_file: str | None = PortFile, database_url: str = DatabaseUrl):
     """Run the API, the run engine and the realtime server in one process."""
-    import uvicorn
-
-    from heddle.app import create_app
     from heddle.cli.config_errors import check_serving_config
+    from heddle.cli.database import check_reachable
     from heddle.cli.database import resolve as resolve_database
     from heddle.config import Settings
     from heddle.db import sqlite_owner
-    from heddle.serving import raise_open_files_limit, uvicorn_options
+    from heddle.serving import raise_open_files_limit
 
     overrides: dict = {}
     if database_url:
@@ -76,8 +89,11 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     if dev:
         overrides.update(dev=True, log_json=False)
     settings = Settings(**overrides)
+    _check_or_exit(settings, "serve")  # settings that cannot work together, before any connection
+    # PostgreSQL: a wrong URL is one line, not a failed start-up (before the model classes' check,
+    # which imports the providers' SDKs: seconds on a busy machine; this answers at once)
+    check_reachable(settings.database_url)
     check_serving_config(settings)
-    _check_or_exit(settings, "serve")
     sock = _listen_or_exit("serve", settings.host, settings.port, port_file)  # before the database is touched
     try:  # held until the process exits; refused in one clear line rather than a start-up traceback
         sqlite_owner.hold(settings.database_url)
@@ -92,6 +108,11 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
                          f"{settings.console_base_url()} and `heddle operator` links point there: set "
                          "HEDDLE_PUBLIC_URL to the URL operators use.\n")
     raise_open_files_limit()
+    import uvicorn  # the server itself only now: a refusal above is said without importing it
+
+    from heddle.app import create_app
+    from heddle.serving import uvicorn_options
+
     app = create_app(settings)
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings, app.state.services.metrics)))
     server.run(sockets=[sock])
@@ -107,9 +128,8 @@ def worker(concurrency: int | None = typer.Option(None, "--concurrency", min=1,
     """Execute queued runs (HEDDLE_EXECUTOR=queue, PostgreSQL); SIGTERM finishes or hands back runs."""
     import asyncio
 
+    from heddle.cli.database import check_reachable
     from heddle.config import Settings
-    from heddle.observability.logging import configure_logging
-    from heddle.queue.process import run_worker_process
 
     overrides: dict = {}
     if database_url:
@@ -120,10 +140,14 @@ def worker(concurrency: int | None = typer.Option(None, "--concurrency", min=1,
         overrides["worker_port"] = port
     settings = Settings(**overrides)
     _check_or_exit(settings, "worker")
+    check_reachable(settings.database_url)
     health = None
     if settings.worker_port is not None:  # bound before the queue starts: a taken port is refused here
         health = _listen_or_exit("worker", settings.host, settings.worker_port, port_file)
         sys.stderr.write(f"Heddle worker; health and metrics on http://{settings.host}:{health.getsockname()[1]}\n")
+    from heddle.observability.logging import configure_logging
+    from heddle.queue.process import run_worker_process
+
     configure_logging(settings.log_level, settings.log_json)
     # uvloop where it is installed (uvicorn[standard] brings it), as `heddle serve` has through
     # uvicorn: a worker's time goes to socket round trips with the database, which uvloop makes
@@ -151,12 +175,26 @@ def migrate(database_url: str = DatabaseUrl, as_json: bool = JsonFlag):
          lambda d: print("Database is at the latest migration."))
 
 
+# After serve, worker and migrate (defined above), in `heddle --help`'s order:
+app.command("up")(up)
+app.command("chat")(chat)
+app.command("demo")(demo)
+app.add_typer(workspace_app, name="workspace")
+app.add_typer(key_app, name="key")
+app.add_typer(connection_app, name="connection")
+app.add_typer(agent_app, name="agent")
+app.add_typer(credits_app, name="credits")
+app.add_typer(webhook_app, name="webhook")
+app.add_typer(operator_app, name="operator")
+
+
 def main() -> None:
     try:
         app()
-    except Exception as exc:  # a bad HEDDLE_* value or database URL: one line, not a traceback
-        if is_settings_error(exc):
-            exit_with(settings_problem(exc))
-        if isinstance(exc, DatabaseUrlError):
-            exit_with(f"--database-url: {exc}")
-        raise
+    except Exception as exc:  # a bad setting or database URL, a database not reachable: one line
+        from heddle.cli.config_errors import exit_with, one_line
+
+        said = one_line(exc, sys.argv[1:])
+        if said is None:
+            raise
+        exit_with(said[1], said[0])

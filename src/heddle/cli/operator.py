@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from heddle.cli.lazy import LazyModule
 from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, table, when
-from heddle.config import Settings, get_settings
-from heddle.operators import service
+
+service = LazyModule("heddle.operators.service")
 
 app = typer.Typer(help="Console operators and their login links.", no_args_is_help=True)
 
@@ -14,13 +15,15 @@ EmailOption = typer.Option(..., "--email", help="The operator's email address (c
 
 
 PublicUrlOption = typer.Option(
-    "", "--public-url", envvar="HEDDLE_PUBLIC_URL", show_envvar=True,
+    "", "--public-url", metavar="URL", envvar="HEDDLE_PUBLIC_URL", show_envvar=True,
     help="Where operators reach the server (the server's own HEDDLE_PUBLIC_URL); links start with it.")
 
 
 def _base_url(public_url: str) -> str:
     """The configured public URL; without one, http://{HEDDLE_HOST}:{HEDDLE_PORT}, with a warning:
     this process cannot know where a server started with other options listens."""
+    from heddle.config import Settings, get_settings
+
     settings = get_settings()
     if public_url:
         try:
@@ -37,6 +40,8 @@ def _base_url(public_url: str) -> str:
 
 
 def _print_link(d: dict) -> None:
+    from heddle.config import get_settings
+
     minutes = int(get_settings().console_link_ttl // 60)
     console.print(f"Operator [bold]{d['email']}[/bold] ({d['id']}). One-time login link, valid "
                   f"{minutes} minutes:\n{d['login_url']}", highlight=False, soft_wrap=True)
@@ -44,6 +49,8 @@ def _print_link(d: dict) -> None:
 
 async def _with_link(s, op, base_url: str) -> dict:
     """The operator with a new one-time login link (the contract's `{id, email, login_url}`)."""
+    from heddle.config import get_settings
+
     token = await service.new_login_token(s, op, get_settings().console_link_ttl)
     return {"id": op.id, "email": op.email, "login_url": service.login_url(base_url, token)}
 

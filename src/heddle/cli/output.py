@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
@@ -12,18 +11,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from heddle.cli.database import resolve as resolve_database
-from heddle.db.base import Database
-from heddle.db.migrate import upgrade
-
 T = TypeVar("T")
 console = Console()
 err_console = Console(stderr=True)
 
-DatabaseUrl = typer.Option(None, "--database-url", help="Database URL (default: HEDDLE_DATABASE_URL).")
+DatabaseUrl = typer.Option(None, "--database-url", metavar="URL",
+                           help="Database URL (default: HEDDLE_DATABASE_URL).")
 JsonFlag = typer.Option(False, "--json", help="Print one JSON object on stdout and nothing else.")
-PortFile = typer.Option(None, "--port-file", help="Once listening, write the port to this file "
-                                                  "(with --port 0: the port the system chose).")
+PortFile = typer.Option(None, "--port-file", metavar="FILE", help="Once listening, write the port to this file "
+                                                                  "(with --port 0: the port the system chose).")
 
 
 def table(*columns: str, numeric: tuple[str, ...] = ()) -> Table:
@@ -62,8 +58,16 @@ def run_db(database_url: str | None, work: Callable[[Any], Awaitable[T]], *, may
     """Migrate, then run `work(session)` in one transaction (nothing half-written on error).
 
     Says which database on stderr; raises DatabaseMissing rather than create a SQLite file
-    nobody asked for (heddle.cli.database).
+    nobody asked for (heddle.cli.database); DatabaseUnreachable, one sentence, when PostgreSQL
+    cannot be connected to (heddle.db.connection_errors).
     """
+    import asyncio
+
+    from heddle.cli.database import resolve as resolve_database
+    from heddle.db.base import Database
+    from heddle.db.connection_errors import DatabaseUnreachable, connection_problem
+    from heddle.db.migrate import upgrade
+
     url, line = resolve_database(database_url, may_create=may_create)
     sys.stderr.write(line + "\n")  # plain: a path must not be wrapped or styled
 
@@ -76,4 +80,10 @@ def run_db(database_url: str | None, work: Callable[[Any], Awaitable[T]], *, may
         finally:
             await db.dispose()
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    except Exception as exc:
+        problem = connection_problem(exc, url)
+        if problem is None:
+            raise
+        raise DatabaseUnreachable(problem) from None

@@ -19,7 +19,6 @@ import time
 
 import typer
 
-from heddle.cli.children import Child, port_file, wait_until_healthy
 from heddle.cli.output import DatabaseUrl
 
 
@@ -32,6 +31,8 @@ def up(workers: int = typer.Option(2, "--workers", min=1, max=64, help="Worker p
        dev: bool = typer.Option(False, "--dev", help="As `heddle serve --dev`."),
        database_url: str = DatabaseUrl):
     """Start the API and N workers locally (HEDDLE_EXECUTOR=queue on PostgreSQL); Ctrl-C stops all."""
+    from heddle.cli.children import Child, port_file, wait_until_healthy
+    from heddle.cli.database import check_reachable
     from heddle.config import Settings
     from heddle.db.migrate import upgrade_sync
     from heddle.deployment import DeploymentError, check_deployment
@@ -52,6 +53,7 @@ def up(workers: int = typer.Option(2, "--workers", min=1, max=64, help="Worker p
     except DeploymentError as exc:
         typer.echo(f"heddle up: refusing to start: {exc}", err=True)
         raise typer.Exit(2) from None
+    check_reachable(settings.database_url)  # a wrong URL: one line, before any child starts
     upgrade_sync(settings.database_url)  # once, before the children start
     env["HEDDLE_MIGRATE_ON_START"] = "false"
     stopping = False

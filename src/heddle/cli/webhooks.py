@@ -6,9 +6,11 @@ from typing import Any
 
 import typer
 
+from heddle.cli.lazy import LazyModule
 from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, table, when
-from heddle.webhooks import service as webhook_service
-from heddle.workspaces import service as ws_service
+
+webhook_service = LazyModule("heddle.webhooks.service")
+ws_service = LazyModule("heddle.workspaces.service")
 
 webhook_app = typer.Typer(help="Run webhooks: deliveries and their attempts.", no_args_is_help=True)
 

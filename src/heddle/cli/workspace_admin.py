@@ -8,21 +8,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from heddle.cli.config_errors import exit_with, is_settings_error, settings_problem
-from heddle.cli.database import DatabaseMissing
+from heddle.cli.lazy import LazyModule
 from heddle.cli.output import DatabaseUrl, JsonFlag, console, emit, fail, run_db, table, when
-from heddle.config import get_settings
-from heddle.control import agents as agents_control
-from heddle.control import credits as credits_control
-from heddle.control import workspaces as ws_control
-from heddle.control.errors import OutboundPolicy
-from heddle.db.urls import DatabaseUrlError
-from heddle.errors import HeddleError
-from heddle.loom.agent_file import AgentFileError, load_agent_file
+
+# The control plane and what it brings (SQLAlchemy, the schemas) is imported when a command
+# runs, so that `--help` does not pay for it.
+agents_control = LazyModule("heddle.control.agents")
+credits_control = LazyModule("heddle.control.credits")
+ws_control = LazyModule("heddle.control.workspaces")
+
+if TYPE_CHECKING:
+    from heddle.errors import HeddleError
 
 workspace_app = typer.Typer(help="Create and configure workspaces.", no_args_is_help=True)
 key_app = typer.Typer(help="Workspace API keys.", no_args_is_help=True)
@@ -42,11 +42,22 @@ def _cli_code(err: HeddleError) -> str:
 
 
 def guarded(as_json: bool, database_url: str | None, work) -> Any:
-    """Run `work(session)` in one transaction; print a refusal the CLI's way and exit 1."""
+    """Run `work(session)` in one transaction; print a refusal the CLI's way and exit 1 (2 for a
+    database that cannot be reached)."""
+    from heddle.cli.config_errors import exit_with, is_settings_error, settings_problem
+    from heddle.cli.database import DatabaseMissing
+    from heddle.db.connection_errors import DatabaseUnreachable
+    from heddle.db.urls import DatabaseUrlError
+    from heddle.errors import HeddleError
+
     try:
         return run_db(database_url, work)
     except DatabaseMissing as exc:
         fail(str(exc), as_json, code="database_missing")
+    except DatabaseUnreachable as exc:
+        if not as_json:
+            raise  # main() says it in one line with exit status 2
+        fail(str(exc), as_json, code="database_unreachable", exit_code=2)
     except DatabaseUrlError:
         raise  # a configuration mistake: main() says it in one line with exit status 2
     except HeddleError as exc:
@@ -62,15 +73,35 @@ DevFlag = typer.Option(False, "--dev", help="Accept http and loopback/private UR
                        "server must run with --dev too). Also HEDDLE_OUTBOUND_ALLOW_PRIVATE=true.")
 
 
-def _policy(dev: bool) -> OutboundPolicy:
+def _policy(dev: bool):
+    from heddle.config import get_settings
+    from heddle.control.errors import OutboundPolicy
+
     return OutboundPolicy(allow_private=dev or get_settings().allow_private_outbound,
                           dev_hint="To save it for local development, add --dev.")
 
 
 def known_model_classes() -> list[str]:
+    from heddle.config import get_settings
     from heddle.loom.providers.registry import ModelRegistry
 
     return ModelRegistry.from_json(get_settings().model_classes).names()
+
+
+def model_class_problem(model_class: str, known: list[str]) -> str | None:
+    """The CLI checks an agent's model class against HEDDLE_MODEL_CLASSES *in its own shell*: a
+    running server's configuration is not readable from here. Said so, with the fix."""
+    import os
+
+    if model_class in known:
+        return None
+    if os.environ.get("HEDDLE_MODEL_CLASSES"):
+        where = f"HEDDLE_MODEL_CLASSES in this shell configures {', '.join(sorted(known))}"
+    else:
+        where = f"HEDDLE_MODEL_CLASSES is not set in this shell, so only {', '.join(sorted(known))} is known"
+    return (f"model_class: unknown model class {model_class!r}: {where}. This command checks the agent "
+            "file against its own environment, not a running server's: run it with the server's "
+            "HEDDLE_MODEL_CLASSES set (export it, or prefix the command with it)")
 
 
 @workspace_app.command("create", help='Create a workspace, optionally with starting credits.')
@@ -165,7 +196,7 @@ def key_revoke(key_id: str = typer.Argument(..., help="Key id (key_…)"), datab
 def connection_create(workspace: str = typer.Option(..., "--workspace", help="Workspace id (ws_…)"),
                       name: str = typer.Option(..., "--name", help="How agent files name it (connection:)."),
                       base_url: str = typer.Option(..., "--base-url",
-                                                   help="https://host[/prefix]; tool paths follow it. For "
+                                                   help="https://host/prefix; tool paths follow it. For "
                                                         "--kind mcp: the MCP endpoint (https://host/mcp)."),
                       kind: str = typer.Option("http", "--kind",
                                                help="http (Heddle's signed-HTTP tools) or mcp (an MCP server)."),
@@ -176,10 +207,15 @@ def connection_create(workspace: str = typer.Option(..., "--workspace", help="Wo
 
 
 def _agent_file(file: Path, as_json: bool):
+    from heddle.loom.agent_file import AgentFileError, load_agent_file
+
     try:
-        return load_agent_file(file), known_model_classes()
+        spec, known = load_agent_file(file), known_model_classes()
     except (AgentFileError, ValueError) as exc:
         fail(str(exc), as_json)
+    if (problem := model_class_problem(spec.model_class, known)) is not None:
+        fail(f"{file}: {problem}", as_json)
+    return spec, known
 
 
 @agent_app.command("create", help='Create an agent from an agent file (YAML or JSON).')

@@ -141,6 +141,31 @@ def run_from_event(data: str) -> Run | None:
     return Run.model_validate(payload, context={"lenient": True})
 
 
+@dataclass(frozen=True)
+class RunEvent:
+    """One event of `GET /v1/loom/runs/{id}/events`: its id (resume after it), name and data."""
+
+    id: int
+    event: str  # run.updated | message.created | message.delta
+    data: dict[str, Any]
+
+    @property
+    def run(self) -> Run | None:
+        """The Run of a `run.updated` event."""
+        return Run.model_validate(self.data, context={"lenient": True}) if self.event == "run.updated" else None
+
+
+def run_event(sse_id: str, event: str, data: str) -> RunEvent | None:
+    """An SSE event of a run's stream as a RunEvent; None for anything else (a comment, a retry)."""
+    try:
+        payload = json.loads(data)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(payload, dict) or not sse_id.isdigit():
+        return None
+    return RunEvent(int(sse_id), event, payload)
+
+
 def is_event_stream(response: httpx.Response) -> bool:
     return response.status_code == 200 and response.headers.get("content-type", "").startswith("text/event-stream")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import httpx
@@ -187,6 +187,25 @@ class AsyncLoom:
             await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 1.5, 2.0)
         raise RunWaitTimeout(run, timeout)
+
+    async def events(self, run_id: str, *, subject: str | None = None, after: int = 0,
+                     read_timeout: float = 60.0) -> AsyncIterator[c.RunEvent]:
+        """The run's events as they are stored, after the event whose id is `after` (as
+        `Heddle.loom.events`): `message.delta`, `message.created`, `run.updated` (`.run`)."""
+        headers = {**(await self._c._bearer()), **self._c.auth.loom_headers(subject), "Accept": "text/event-stream",
+                   "Last-Event-ID": str(after)}
+        try:
+            async with aconnect_sse(self._c._http, "GET", f"/v1/loom/runs/{run_id}/events", headers=headers,
+                                    timeout=httpx.Timeout(30.0, read=read_timeout)) as source:
+                if not c.is_event_stream(source.response):
+                    await source.response.aread()
+                    c.parse(source.response, None)  # raises the error envelope's exception
+                    return
+                async for sse in source.aiter_sse():
+                    if (event := c.run_event(sse.id, sse.event, sse.data)) is not None:
+                        yield event
+        except httpx.TransportError as exc:
+            raise c.transport_error(exc) from exc
 
     async def _follow_events(self, run_id: str, subject: str | None, wanted: frozenset[str],
                              deadline: float) -> Run | None:

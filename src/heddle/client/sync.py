@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -179,6 +179,29 @@ class Loom:
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 1.5, 2.0)
         raise RunWaitTimeout(run, timeout)
+
+    def events(self, run_id: str, *, subject: str | None = None, after: int = 0,
+               read_timeout: float = 60.0) -> Iterator[c.RunEvent]:
+        """The run's events as they are stored, after the event whose id is `after`
+        (`GET /v1/loom/runs/{id}/events`): `message.delta` pieces of a reply as the model writes
+        it, `message.created`, `run.updated` (`.run`). Ends after the run's terminal event; stop
+        reading earlier (a run awaiting input) by leaving the loop. A refused request raises its
+        API error; a broken stream, TransportError (resume with `after=` the last id seen).
+        `read_timeout` must exceed the server's heartbeat (HEDDLE_SSE_HEARTBEAT_SECONDS, 15 s)."""
+        headers = {**self._c._bearer(), **self._c.auth.loom_headers(subject), "Accept": "text/event-stream",
+                   "Last-Event-ID": str(after)}
+        try:
+            with connect_sse(self._c._http, "GET", f"/v1/loom/runs/{run_id}/events", headers=headers,
+                             timeout=httpx.Timeout(30.0, read=read_timeout)) as source:
+                if not c.is_event_stream(source.response):
+                    source.response.read()
+                    c.parse(source.response, None)  # raises the error envelope's exception
+                    return
+                for sse in source.iter_sse():
+                    if (event := c.run_event(sse.id, sse.event, sse.data)) is not None:
+                        yield event
+        except httpx.TransportError as exc:
+            raise c.transport_error(exc) from exc
 
     def _follow_events(self, run_id: str, subject: str | None, wanted: frozenset[str],
                        deadline: float) -> Run | None:

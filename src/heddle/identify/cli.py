@@ -13,17 +13,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 
-from heddle.config import get_settings
-from heddle.db.base import Database
-from heddle.db.migrate import upgrade
-from heddle.identify.coverage import coverage_report, shipped_files
-from heddle.identify.datasets import load_curated
-from heddle.identify.importers import PARSERS, ImportFormatError
-from heddle.identify.importers.gleif import parse_gleif_bic_lei
-from heddle.identify.importers.store import TooManyBadRows, import_rows, imported_codes
-from heddle.identify.schemas import Rail
+# What the commands use (SQLAlchemy, the importers, the directories) is imported when one runs:
+# `heddle identify --help` must not pay for it (tests/cli/test_help.py).
 
 app = typer.Typer(help="Identify: institution directories.", no_args_is_help=True)
 
@@ -83,6 +75,12 @@ def import_directory(
 ) -> None:
     """Load an official directory; bad rows are skipped and reported, and past
     --max-bad-rows nothing is written (one transaction: all good rows or none)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from heddle.config import get_settings
+    from heddle.identify.importers import PARSERS, ImportFormatError
+    from heddle.identify.importers.gleif import parse_gleif_bic_lei
+    from heddle.identify.importers.store import TooManyBadRows
     gleif = format is ImportFormat.GLEIF_BIC_LEI
     if gleif != (names is not None):
         raise _fail("invalid_arguments", "--names goes with --format gleif-bic-lei, and only "
@@ -131,6 +129,10 @@ def import_directory(
 
 
 async def _import(url: str, parsed, max_bad_rows: int):
+    from heddle.db.base import Database
+    from heddle.db.migrate import upgrade
+    from heddle.identify.importers.store import import_rows
+
     await upgrade(url)
     db = Database(url)
     try:
@@ -143,6 +145,13 @@ async def _import(url: str, parsed, max_bad_rows: int):
 def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> None:
     """Per rail: institutions, codes and ranges known (shipped + imported), beside the size
     of the official directory; then every shipped data file's source and licence."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from heddle.config import get_settings
+    from heddle.identify.coverage import coverage_report, shipped_files
+    from heddle.identify.datasets import load_curated
+    from heddle.identify.schemas import Rail
+
     url = database_url or get_settings().database_url
     try:
         imported = asyncio.run(_imported(url))
@@ -187,6 +196,10 @@ def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> Non
 
 
 async def _imported(url: str) -> dict[str, set[str]]:
+    from heddle.db.base import Database
+    from heddle.db.migrate import upgrade
+    from heddle.identify.importers.store import imported_codes
+
     await upgrade(url)
     db = Database(url)
     try:
