@@ -14,7 +14,7 @@ from schwifty import registry as schwifty_registry
 
 from heddle.identify.bics import load_bic_index
 from heddle.identify.datasets import CuratedData
-from heddle.identify.importers.ifsc_list import load_branch_list
+from heddle.identify.ifsc_branches import load_branch_list
 from heddle.identify.ng_list import read_cbn_list
 from heddle.identify.schemas import Rail
 

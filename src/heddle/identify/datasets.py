@@ -173,22 +173,29 @@ def _ifsc_open_list(ifsc: dict[str, Institution], as_of: dict[str, dt.date]) -> 
                        {k: frozenset(v) for k, v in shapes.items()})
 
 
-@cache
-def load_curated() -> CuratedData:
-    """Read and index every curated file (cached: the files ship with the package)."""
-    as_of: dict[str, dt.date] = {}
+class _Reader:
+    """Reads shipped files and records each dataset's `as_of`."""
 
-    def read(name, entry_type):
+    def __init__(self) -> None:
+        self.as_of: dict[str, dt.date] = {}
+
+    def __call__(self, name: str, entry_type: type[BaseModel]) -> list:
         data = _read(name, entry_type)
-        as_of[data.dataset] = data.as_of
+        self.as_of[data.dataset] = data.as_of
         return data.entries
 
+
+def _routing_numbers(read: _Reader) -> dict[str, Institution]:
     routing: dict[str, Institution] = {}
     for e in read("routing_numbers.json", RoutingEntry):
         _unique(routing, e.routing_number, _institution(
             name=e.name, type=e.type, code=e.routing_number, country="US", rails=e.reachable_rails),
             "routing_numbers")
+    return routing
 
+
+def _sort_code_ranges(read: _Reader) -> tuple[SortCodeRange, ...]:
+    """Most specific first."""
     ranges = []
     for e in read("sort_codes.json", SortCodeEntry):
         inst = None if e.shared_by else _institution(
@@ -196,7 +203,18 @@ def load_curated() -> CuratedData:
         ranges.append(SortCodeRange(e.from_, e.to, inst, tuple(e.shared_by or ()),
                                     evidence=inst is not None and (e.sole_owner or e.from_ == e.to)))
     ranges.sort(key=lambda r: (r.size, r.start))
+    return tuple(ranges)
 
+
+@dataclass(frozen=True)
+class _Ifsc:
+    banks: dict[str, Institution]
+    sublets: IfscSublets
+    other_names: dict[str, tuple[str, ...]]
+    merged: dict[str, tuple[str, dt.date | None]]
+
+
+def _ifsc(read: _Reader) -> _Ifsc:
     ifsc: dict[str, Institution] = {}
     other: dict[str, tuple[str, ...]] = {}
     merged: dict[str, tuple[str, dt.date | None]] = {}
@@ -210,8 +228,19 @@ def load_curated() -> CuratedData:
                 other[e.bic[:8]] = tuple(e.other_names)
         if e.merged_into:
             merged[e.prefix] = (e.merged_into, e.merged_on)
-    ifsc_sublets = _ifsc_open_list(ifsc, as_of)
+    sublets = _ifsc_open_list(ifsc, read.as_of)
+    return _Ifsc(ifsc, sublets, other, merged)
 
+
+@dataclass(frozen=True)
+class _Nigeria:
+    by_nuban_code: dict[str, NigerianInstitution]
+    by_nip_code: dict[str, NigerianInstitution]
+    by_cbn_code: dict[str, NigerianInstitution]
+    inactive: dict[str, str]
+
+
+def _nigeria(read: _Reader) -> _Nigeria:
     ng_nuban: dict[str, NigerianInstitution] = {}
     ng_nip: dict[str, NigerianInstitution] = {}
     by_cbn: dict[str, NigerianInstitution] = {}
@@ -238,11 +267,10 @@ def load_curated() -> CuratedData:
             continue
         inst = _institution(name=e.name, type=e.type, code=e.nip_code, country="NG", rails=["nip"])
         ng_nip[e.nip_code] = NigerianInstitution(inst, None, False)
-    ng_check = tuple(r for r in by_cbn.values() if r.check_digit)
     # The CBN's list adds the verified codes the curated lists lack, and says which codes
     # belong to institutions that merged or lost their licence.
     cbn_list = read_cbn_list()
-    as_of[cbn_list.dataset] = cbn_list.as_of
+    read.as_of[cbn_list.dataset] = cbn_list.as_of
     ng_inactive: dict[str, str] = {}
     for e in cbn_list.entries:
         for kind, code in ng_list_codes(e):
@@ -253,7 +281,11 @@ def load_curated() -> CuratedData:
                 ng_inactive.setdefault(code, inactive_detail(e))
             else:
                 index[code] = NigerianInstitution(ng_list_institution(e), None, False)
+    return _Nigeria(ng_nuban, ng_nip, by_cbn, ng_inactive)
 
+
+def _ghana(read: _Reader) -> tuple[dict[str, Institution], dict[str, Institution]]:
+    """(by sort code, by 2-digit bank code)."""
     gh: dict[str, Institution] = {}
     gh_prefixes: dict[str, Institution] = {}
     for e in read("gh_banks.json", GhanaEntry):
@@ -264,7 +296,10 @@ def load_curated() -> CuratedData:
             if not e.sort_code.startswith(e.bank_prefix):
                 raise ValueError(f"gh_banks: {e.sort_code} is outside its bank prefix")
             _unique(gh_prefixes, e.bank_prefix, inst, "gh_banks")
+    return gh, gh_prefixes
 
+
+def _momo(read: _Reader) -> dict[tuple[str, str], MomoOperator]:
     momo: dict[tuple[str, str], MomoOperator] = {}
     for e in read("momo_operators.json", MomoEntry):
         if not is_country(e.country):
@@ -277,11 +312,20 @@ def load_curated() -> CuratedData:
         for carrier in e.carriers:
             _unique(momo, (e.country, carrier), MomoOperator(e.country, inst, e.owns_numbering),
                     "momo_operators")
+    return momo
 
+
+def _sepa(read: _Reader) -> dict[str, SepaEntry]:
     sepa: dict[str, SepaEntry] = {}
     for e in read("sepa.json", SepaEntry):
         _unique(sepa, e.country, e, "sepa")
+    return sepa
 
+
+def _bics(read: _Reader, other: dict[str, tuple[str, ...]], merged: dict,
+          named_elsewhere: list[Institution]) -> dict[str, Institution]:
+    """BIC8 -> head office: `swift_bics.json`, then the head-office BICs the other curated
+    files name (the first one seen wins; a merged bank's BIC is not its successor's)."""
     bics: dict[str, Institution] = {}
     for e in read("swift_bics.json", SwiftEntry):
         _unique(bics, e.bic[:8], _institution(
@@ -289,16 +333,32 @@ def load_curated() -> CuratedData:
             "swift_bics")
         if e.other_names:
             other[e.bic[:8]] = tuple(e.other_names)
-    # The other curated datasets name head-office BICs too; the first one seen wins.
-    for inst in [*ifsc.values(), *(r.institution for r in by_cbn.values()), *gh.values(),
-                 *(r.institution for r in ranges if r.institution)]:
+    for inst in named_elsewhere:
         if inst.bic and inst.bic[:8] not in bics and inst.code not in merged:
             bics[inst.bic[:8]] = inst
+    return bics
 
+
+@cache
+def load_curated() -> CuratedData:
+    """Read and index every curated file (cached: the files ship with the package)."""
+    read = _Reader()
+    routing = _routing_numbers(read)
+    ranges = _sort_code_ranges(read)
+    ifsc = _ifsc(read)
+    ng = _nigeria(read)
+    gh, gh_prefixes = _ghana(read)
+    momo = _momo(read)
+    sepa = _sepa(read)
+    other = dict(ifsc.other_names)
+    bics = _bics(read, other, ifsc.merged, [
+        *ifsc.banks.values(), *(r.institution for r in ng.by_cbn_code.values()), *gh.values(),
+        *(r.institution for r in ranges if r.institution)])
     return CuratedData(
-        as_of=as_of, bics=bics, other_names=other, ifsc_merged=merged, sepa=sepa, routing_numbers=routing,
-        sort_code_ranges=tuple(ranges), ifsc_banks=ifsc, ifsc_sublets=ifsc_sublets, ng_by_nuban_code=ng_nuban,
-        ng_by_nip_code=ng_nip, ng_check_digit_institutions=ng_check, ng_inactive=ng_inactive,
-        gh_banks=gh, gh_bank_prefixes=gh_prefixes,
+        as_of=read.as_of, bics=bics, other_names=other, ifsc_merged=ifsc.merged, sepa=sepa,
+        routing_numbers=routing, sort_code_ranges=ranges, ifsc_banks=ifsc.banks,
+        ifsc_sublets=ifsc.sublets, ng_by_nuban_code=ng.by_nuban_code, ng_by_nip_code=ng.by_nip_code,
+        ng_check_digit_institutions=tuple(r for r in ng.by_cbn_code.values() if r.check_digit),
+        ng_inactive=ng.inactive, gh_banks=gh, gh_bank_prefixes=gh_prefixes,
         momo_operators=momo, momo_countries=frozenset(c for c, _ in momo),
     )

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from heddle.db.base import Database
 from heddle.identify.bics import BicHolder, BicIndex, load_bic_index
 from heddle.identify.datasets import CuratedData, load_curated
-from heddle.identify.importers.ifsc_list import BranchList, load_branch_list
+from heddle.identify.ifsc_branches import BranchList, load_branch_list
 from heddle.identify.models import DirectoryEntry
 from heddle.identify.schemas import Institution, Rail
 from heddle.observability.logging import get_logger

@@ -63,11 +63,11 @@ class IdentifyService:
     def _lookup(self, raw: str, request: IdentifyRequest, now: dt.datetime) -> RailOutcome:
         ctx = LookupContext(self.directory, now.date())
         if request.rail is None:
-            handler, parsed = detect(raw, request.country)
+            handler, parsed = detect(raw, request.country, ctx)
         else:
             handler = HANDLERS[request.rail]
-            if not serves(handler, request.country):
-                covered = ", ".join(sorted(handler.countries or ()))
+            if not serves(handler, request.country, ctx):
+                covered = ", ".join(sorted(handler.served(ctx) or ()))
                 return RailOutcome(ResultKind.UNSUPPORTED, handler.rail,
                                    detail=f"The {handler.rail.value} rail covers {covered} only.")
             parsed = handler.parse(raw, request.country)

@@ -21,6 +21,7 @@ from schwifty.exceptions import (
 
 from heddle.identify.bics import BicHolder, canonical, names_agree, registry_entries
 from heddle.identify.rails.base import (
+    FixedCountries,
     LookupContext,
     RailOutcome,
     compact,
@@ -56,11 +57,11 @@ def _bic_of(country: str, lookup_key: str) -> str | None:
     return code[:8] if code.endswith("XXX") else code  # XXX is the head office's 8-char BIC
 
 
-class IbanRail:
+class IbanRail(FixedCountries):
     rail: ClassVar[Rail] = Rail.IBAN
     countries: ClassVar[frozenset[str] | None] = None
 
-    def looks_like(self, raw: str, country: str | None) -> bool:
+    def looks_like(self, raw: str, country: str | None, ctx: LookupContext) -> bool:
         return bool(_SHAPE.fullmatch(compact(raw)))
 
     def parse(self, raw: str, country: str | None) -> IBAN:

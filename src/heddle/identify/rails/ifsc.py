@@ -14,10 +14,13 @@ from typing import ClassVar
 
 from heddle.identify.datasets import branch_shape
 from heddle.identify.rails.base import (
+    FixedCountries,
     LookupContext,
     RailOutcome,
     compact,
     digits_account,
+    find_code,
+    found,
     identified,
     invalid,
     not_found,
@@ -28,11 +31,11 @@ _IFSC = re.compile(r"[A-Z]{4}0[A-Z0-9]{6}", re.ASCII)
 _SHAPE = re.compile(r"[A-Z]{4}[A-Z0-9]{7}", re.ASCII)
 
 
-class IfscRail:
+class IfscRail(FixedCountries):
     rail: ClassVar[Rail] = Rail.IFSC
     countries: ClassVar[frozenset[str] | None] = frozenset({"IN"})
 
-    def looks_like(self, raw: str, country: str | None) -> bool:
+    def looks_like(self, raw: str, country: str | None, ctx: LookupContext) -> bool:
         code = compact(raw)
         return bool(_SHAPE.fullmatch(code)) and code[4] == "0"
 
@@ -81,25 +84,20 @@ class IfscRail:
                 country="IN",
                 account_number=account,
             )
-        if record is not None:
-            branch = record.institution
-            # Imported rows win for the branch, city and rails; the bank fills the BIC and
-            # type, and names the holder of a sub-member code.
-            institution = dataclasses.replace(
-                branch,
-                bic=branch.bic or (bank.bic if bank else None),
-                type=bank.type if bank else branch.type,
-                name=holder.name if holder else branch.name,
-                branch=record.branch,
-            )
-            return identified(self.rail, institution, rails=record.rails_with(bank), account_number=account)
-        if bank is None:
+        # Imported rows win for the branch, city and rails; the bank fills the BIC and type,
+        # and names the holder of a sub-member code.
+        hit = find_code(ctx, self.rail, code, bank, merge=lambda row, bank: dataclasses.replace(
+            row, bic=row.bic or bank.bic, type=bank.type, name=holder.name if holder else row.name))
+        if hit is None:
             return not_found(
                 self.rail,
                 f"No bank with IFSC bank code {code[:4]} is in the directory.",
                 country="IN",
                 account_number=account,
             )
+        if hit.record is not None:
+            institution = dataclasses.replace(hit.institution, branch=hit.record.branch)
+            return found(self.rail, dataclasses.replace(hit, institution=institution), account_number=account)
         # The holder of a sub-member code, or the bank the first four letters name (it leases
         # no codes of this shape); the shipped list adds the branch, its city and its rails.
         if shipped is None:

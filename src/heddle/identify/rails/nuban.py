@@ -19,6 +19,7 @@ from heddle.identify.checkdigits import (
 )
 from heddle.identify.datasets import NigerianInstitution
 from heddle.identify.rails.base import (
+    FixedCountries,
     LookupContext,
     RailOutcome,
     compact,
@@ -27,7 +28,6 @@ from heddle.identify.rails.base import (
     invalid,
     not_found,
 )
-from heddle.identify.rails.sort_code import UK_WRITTEN_FORM
 from heddle.identify.schemas import Rail
 
 
@@ -40,14 +40,13 @@ class NubanIdentifier:
     may_be_nip: bool = False
 
 
-class NubanRail:
+class NubanRail(FixedCountries):
     rail: ClassVar[Rail] = Rail.NUBAN
     countries: ClassVar[frozenset[str] | None] = frozenset({"NG"})
 
-    def looks_like(self, raw: str, country: str | None) -> bool:
+    def looks_like(self, raw: str, country: str | None, ctx: LookupContext) -> bool:
         code = compact(raw)
-        return (is_digits(code) and len(code) in (3, 5, 6, 10)
-                and not UK_WRITTEN_FORM.fullmatch(raw.strip()))
+        return is_digits(code) and len(code) in (3, 5, 6, 10)
 
     def parse(self, raw: str, country: str | None) -> NubanIdentifier:
         code = compact(raw)

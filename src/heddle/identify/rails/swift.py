@@ -12,6 +12,7 @@ from schwifty.exceptions import InvalidCountryCode, SchwiftyException
 
 from heddle.identify.bics import describe_entries, registry_entries
 from heddle.identify.rails.base import (
+    FixedCountries,
     LookupContext,
     RailOutcome,
     compact,
@@ -27,11 +28,11 @@ SWIFT_EXTRA_COUNTRIES = BANKING_COUNTRIES
 _SHAPE = re.compile(r"[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?", re.ASCII)
 
 
-class SwiftRail:
+class SwiftRail(FixedCountries):
     rail: ClassVar[Rail] = Rail.SWIFT
     countries: ClassVar[frozenset[str] | None] = None
 
-    def looks_like(self, raw: str, country: str | None) -> bool:
+    def looks_like(self, raw: str, country: str | None, ctx: LookupContext) -> bool:
         return bool(_SHAPE.fullmatch(compact(raw)))
 
     def parse(self, raw: str, country: str | None) -> str:
