@@ -1,4 +1,5 @@
-"""`heddle identify ...`: load official directories and report coverage.
+"""`heddle identify ...`: load official directories, refresh them from their publishers, and
+report coverage.
 
 Mounted by the lead as `heddle identify`. With `--json` each command prints exactly one JSON
 object on stdout (an `error` object on failure, with exit code 1).
@@ -23,6 +24,8 @@ from heddle.identify.datasets import load_curated
 from heddle.identify.importers import PARSERS, ImportFormatError
 from heddle.identify.importers.gleif import parse_gleif_bic_lei
 from heddle.identify.importers.store import TooManyBadRows, import_rows, imported_codes
+from heddle.identify.refresh.download import RefreshError
+from heddle.identify.refresh.run import refresh as refresh_source
 from heddle.identify.schemas import Rail
 
 app = typer.Typer(help="Identify: institution directories.", no_args_is_help=True)
@@ -135,6 +138,62 @@ async def _import(url: str, parsed, max_bad_rows: int):
     db = Database(url)
     try:
         return await import_rows(db, parsed, max_bad_rows=max_bad_rows)
+    finally:
+        await db.dispose()
+
+
+class RefreshSource(StrEnum):
+    GLEIF = "gleif"  # GLEIF's monthly BIC-to-LEI mapping with its LEIs' records
+
+
+@app.command("refresh")
+def refresh(
+    source: Annotated[
+        list[RefreshSource] | None,
+        typer.Option("--source", help="Refresh this source only (repeatable); default: every source."),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="Download from this mirror instead of the publisher (one source)."),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Download and check; report what would change, "
+                                          "write nothing.")] = False,
+    database_url: DatabaseUrl = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Download each openly published source from its publisher, check it (format, rows against
+    the last import, licence notice) and import it in one transaction. Nothing else downloads:
+    run this (or schedule it) to refresh."""
+    sources = [s.value for s in (source or list(RefreshSource))]
+    if base_url is not None and len(sources) != 1:
+        raise _fail("invalid_arguments", "--base-url goes with one --source", as_json)
+    url = database_url or get_settings().database_url
+    reports = []
+    for name in sources:
+        try:
+            reports.append(asyncio.run(_refresh(url, name, base_url, dry_run)))
+        except RefreshError as exc:
+            raise _fail(exc.code, f"{name}: {exc.message}", as_json, source=name) from None
+        except ImportFormatError as exc:
+            raise _fail("wrong_format", f"{name}: {exc}", as_json, source=name) from None
+        except (SQLAlchemyError, OSError) as exc:
+            raise _fail("database_error", f"{name}: nothing was written: {exc}", as_json, source=name) from None
+    lines = []
+    for r in reports:
+        verb = "Would import" if r.dry_run else "Imported"
+        lines.append(f"{verb} {r.rows:,} {r.source} rows as of {r.as_of.isoformat()} ({r.inserted:,} new, "
+                     f"{r.updated:,} updated, {r.removed:,} removed; {r.bad_rows:,} bad rows skipped; "
+                     f"last import {r.last_import:,} rows).")
+        lines += [f"  line {b['line']}: {b['message']}" for b in r.bad_examples[:5]]
+        lines.append(f"  Licence notice: {r.notice}")
+    _emit({"refreshed": [r.to_dict() for r in reports]}, as_json, lines)
+
+
+async def _refresh(url: str, source: str, base_url: str | None, dry_run: bool):
+    await upgrade(url)
+    db = Database(url)
+    try:
+        return await refresh_source(db, source, base_url=base_url, dry_run=dry_run)
     finally:
         await db.dispose()
 

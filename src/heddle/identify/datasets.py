@@ -32,7 +32,7 @@ from heddle.identify.data_schemas import (
 from heddle.identify.ng_list import codes as ng_list_codes
 from heddle.identify.ng_list import inactive_detail, read_cbn_list
 from heddle.identify.ng_list import institution as ng_list_institution
-from heddle.identify.schemas import Institution, is_country
+from heddle.identify.schemas import DataSource, Institution, is_country
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +121,14 @@ def _intern(value: str | None) -> str | None:
     return None if value is None else sys.intern(value)
 
 
-def _institution(*, name: str, type: str, code: str, country: str, bic: str | None = None,
-                 city: str | None = None, rails: list[str] | tuple[str, ...] = (),
+def _institution(*, name: str, type: str, code: str, country: str, source: DataSource,
+                 bic: str | None = None, city: str | None = None,
+                 rails: list[str] | tuple[str, ...] = (),
                  external: dict[str, str] | None = None) -> Institution:
     return Institution(
         name=sys.intern(name), type=sys.intern(type), code=code, country=sys.intern(country),
         bic=bic, city=_intern(city), reachable_rails=tuple(sys.intern(r) for r in rails),
-        external_codes=tuple(sorted((external or {}).items())),
+        external_codes=tuple(sorted((external or {}).items())), source=source,
     )
 
 
@@ -137,14 +138,14 @@ def _unique(index: dict, key, value, dataset: str) -> None:
     index[key] = value
 
 
-def _ifsc_open_list(ifsc: dict[str, Institution], as_of: dict[str, dt.date]) -> IfscSublets:
+def _ifsc_open_list(ifsc: dict[str, Institution], read: _Reader) -> IfscSublets:
     """Add Razorpay's bank list to `ifsc` (curated entries win) and index the sub-members."""
     text = resources.files("heddle.identify").joinpath("data", "ifsc_razorpay.json").read_text(
         encoding="utf-8")
     data = IfscSubletFile.model_validate(json.loads(text))
-    as_of[data.dataset] = data.as_of
+    read.record(data.dataset, data.as_of)
     for e in data.entries:
-        ifsc.setdefault(e.prefix, _institution(name=e.name, type=e.type, code=e.prefix,
+        ifsc.setdefault(e.prefix, _institution(source=read.last, name=e.name, type=e.type, code=e.prefix,
                                                country="IN", rails=e.reachable_rails))
 
     def bank(holder: str) -> Institution:
@@ -153,7 +154,7 @@ def _ifsc_open_list(ifsc: dict[str, Institution], as_of: dict[str, dt.date]) -> 
         # Razorpay names some leased prefixes' holders without a bank code.
         kind = ("cooperative_bank" if "co-operative" in holder.lower()
                 or "sahakari" in holder.lower() else "bank")
-        return _institution(name=holder, type=kind, code=holder[:40], country="IN")
+        return _institution(source=read.last, name=holder, type=kind, code=holder[:40], country="IN")
 
     exact: dict[str, Institution] = {}
     shapes: dict[str, set[str]] = {}
@@ -178,18 +179,24 @@ class _Reader:
 
     def __init__(self) -> None:
         self.as_of: dict[str, dt.date] = {}
+        self.last: DataSource | None = None  # the file read last: its records' source
 
     def __call__(self, name: str, entry_type: type[BaseModel]) -> list:
         data = _read(name, entry_type)
-        self.as_of[data.dataset] = data.as_of
+        self.record(data.dataset, data.as_of)
         return data.entries
+
+    def record(self, dataset: str, as_of: dt.date) -> DataSource:
+        self.as_of[dataset] = as_of
+        self.last = DataSource(sys.intern(dataset), as_of)
+        return self.last
 
 
 def _routing_numbers(read: _Reader) -> dict[str, Institution]:
     routing: dict[str, Institution] = {}
     for e in read("routing_numbers.json", RoutingEntry):
         _unique(routing, e.routing_number, _institution(
-            name=e.name, type=e.type, code=e.routing_number, country="US", rails=e.reachable_rails),
+            source=read.last, name=e.name, type=e.type, code=e.routing_number, country="US", rails=e.reachable_rails),
             "routing_numbers")
     return routing
 
@@ -199,7 +206,7 @@ def _sort_code_ranges(read: _Reader) -> tuple[SortCodeRange, ...]:
     ranges = []
     for e in read("sort_codes.json", SortCodeEntry):
         inst = None if e.shared_by else _institution(
-            name=e.name, type=e.type, code=e.from_, country="GB", bic=e.bic, rails=e.reachable_rails)
+            source=read.last, name=e.name, type=e.type, code=e.from_, country="GB", bic=e.bic, rails=e.reachable_rails)
         ranges.append(SortCodeRange(e.from_, e.to, inst, tuple(e.shared_by or ()),
                                     evidence=inst is not None and (e.sole_owner or e.from_ == e.to)))
     ranges.sort(key=lambda r: (r.size, r.start))
@@ -220,7 +227,8 @@ def _ifsc(read: _Reader) -> _Ifsc:
     merged: dict[str, tuple[str, dt.date | None]] = {}
     for e in read("ifsc_banks.json", IfscBankEntry):
         _unique(ifsc, e.prefix, _institution(
-            name=e.name, type=e.type, code=e.prefix, country="IN", bic=e.bic, rails=e.reachable_rails),
+            source=read.last, name=e.name, type=e.type, code=e.prefix, country="IN", bic=e.bic,
+            rails=e.reachable_rails),
             "ifsc_banks")
         if e.other_names:
             other[e.prefix] = tuple(e.other_names)
@@ -228,7 +236,7 @@ def _ifsc(read: _Reader) -> _Ifsc:
                 other[e.bic[:8]] = tuple(e.other_names)
         if e.merged_into:
             merged[e.prefix] = (e.merged_into, e.merged_on)
-    sublets = _ifsc_open_list(ifsc, read.as_of)
+    sublets = _ifsc_open_list(ifsc, read)
     return _Ifsc(ifsc, sublets, other, merged)
 
 
@@ -247,7 +255,7 @@ def _nigeria(read: _Reader) -> _Nigeria:
     for e in read("ng_institutions.json", NigerianEntry):
         nuban_code = nuban_institution_code(e.cbn_code) if e.cbn_code else None
         external = {"paystack": e.paystack_code} if e.paystack_code else {}
-        inst = _institution(name=e.name, type=e.type, code=e.cbn_code or e.nip_code, country="NG",
+        inst = _institution(source=read.last, name=e.name, type=e.type, code=e.cbn_code or e.nip_code, country="NG",
                             bic=e.bic, rails=e.reachable_rails, external=external)
         record = NigerianInstitution(inst, nuban_code if e.nuban_check_digit else None,
                                      e.nuban_check_digit)
@@ -265,12 +273,12 @@ def _nigeria(read: _Reader) -> _Nigeria:
                 raise ValueError(f"ng_nip_codes: CBN code {e.cbn_code} is not in ng_institutions")
             ng_nip[e.nip_code] = by_cbn[e.cbn_code]
             continue
-        inst = _institution(name=e.name, type=e.type, code=e.nip_code, country="NG", rails=["nip"])
+        inst = _institution(source=read.last, name=e.name, type=e.type, code=e.nip_code, country="NG", rails=["nip"])
         ng_nip[e.nip_code] = NigerianInstitution(inst, None, False)
     # The CBN's list adds the verified codes the curated lists lack, and says which codes
     # belong to institutions that merged or lost their licence.
     cbn_list = read_cbn_list()
-    read.as_of[cbn_list.dataset] = cbn_list.as_of
+    cbn_source = read.record(cbn_list.dataset, cbn_list.as_of)
     ng_inactive: dict[str, str] = {}
     for e in cbn_list.entries:
         for kind, code in ng_list_codes(e):
@@ -280,7 +288,7 @@ def _nigeria(read: _Reader) -> _Nigeria:
             if e.status != "active":
                 ng_inactive.setdefault(code, inactive_detail(e))
             else:
-                index[code] = NigerianInstitution(ng_list_institution(e), None, False)
+                index[code] = NigerianInstitution(ng_list_institution(e, cbn_source), None, False)
     return _Nigeria(ng_nuban, ng_nip, by_cbn, ng_inactive)
 
 
@@ -289,7 +297,7 @@ def _ghana(read: _Reader) -> tuple[dict[str, Institution], dict[str, Institution
     gh: dict[str, Institution] = {}
     gh_prefixes: dict[str, Institution] = {}
     for e in read("gh_banks.json", GhanaEntry):
-        inst = _institution(name=e.name, type=e.type, code=e.sort_code, country="GH", bic=e.bic,
+        inst = _institution(source=read.last, name=e.name, type=e.type, code=e.sort_code, country="GH", bic=e.bic,
                             rails=e.reachable_rails, external={"paystack": e.sort_code})
         _unique(gh, e.sort_code, inst, "gh_banks")
         if e.bank_prefix:
@@ -307,7 +315,7 @@ def _momo(read: _Reader) -> dict[tuple[str, str], MomoOperator]:
         external = {name: e.country for name in e.name_resolvers}
         if e.paystack_code:
             external["paystack"] = e.paystack_code
-        inst = _institution(name=e.name, type=e.type, code=e.code, country=e.country,
+        inst = _institution(source=read.last, name=e.name, type=e.type, code=e.code, country=e.country,
                             rails=e.reachable_rails, external=external)
         for carrier in e.carriers:
             _unique(momo, (e.country, carrier), MomoOperator(e.country, inst, e.owns_numbering),
@@ -329,7 +337,7 @@ def _bics(read: _Reader, other: dict[str, tuple[str, ...]], merged: dict,
     bics: dict[str, Institution] = {}
     for e in read("swift_bics.json", SwiftEntry):
         _unique(bics, e.bic[:8], _institution(
-            name=e.name, type=e.type, code=e.bic, country=e.bic[4:6], bic=e.bic, city=e.city),
+            source=read.last, name=e.name, type=e.type, code=e.bic, country=e.bic[4:6], bic=e.bic, city=e.city),
             "swift_bics")
         if e.other_names:
             other[e.bic[:8]] = tuple(e.other_names)

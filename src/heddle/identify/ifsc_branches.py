@@ -17,6 +17,8 @@ from importlib import resources
 from itertools import accumulate
 from typing import Any
 
+from heddle.identify.schemas import DataSource
+
 FILE = "ifsc_branches.json.gz"
 # Per-branch rails, written as one letter each in the details lines.
 RAIL_LETTERS = {"neft": "N", "rtgs": "R", "imps": "I", "upi": "U"}
@@ -42,6 +44,7 @@ class BranchList:
 
     def __init__(self, data: dict[str, Any]):
         self.as_of = dt.date.fromisoformat(data["as_of"])
+        self.source = DataSource(data.get("dataset", "ifsc_branches"), self.as_of)
         self.count: int = data["count"]
         self.details_count: int = data.get("details_count", 0)
         details_as_of = data.get("details_as_of")

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from heddle.identify.checkdigits import nuban_institution_code
-from heddle.identify.schemas import Institution
+from heddle.identify.schemas import DataSource, Institution
 
 
 class CbnListEntry(BaseModel):
@@ -44,10 +44,10 @@ def read_cbn_list() -> CbnListFile:
     return CbnListFile.model_validate(json.loads(text))
 
 
-def institution(entry: CbnListEntry) -> Institution:
+def institution(entry: CbnListEntry, source: DataSource | None = None) -> Institution:
     return Institution(name=sys.intern(entry.name), type=sys.intern(entry.type),
                        code=entry.cbn_code or entry.nip_code or "", country="NG",
-                       reachable_rails=("nip",))
+                       reachable_rails=("nip",), source=source)
 
 
 def codes(entry: CbnListEntry) -> list[tuple[str, str]]:

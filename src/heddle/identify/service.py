@@ -23,6 +23,7 @@ from heddle.identify.schemas import (
     IdentifyRequest,
     NameResolutionStatus,
     ResultKind,
+    Status,
 )
 from heddle.observability.logging import get_logger
 
@@ -58,6 +59,10 @@ class IdentifyService:
             institution=outcome.institution if identified else None,
             reachable_rails=outcome.reachable_rails if identified else (),
             account=account, identified_at=now if identified else None, detail=outcome.detail,
+            # Only an active institution is identified (docs/identify.md, "Billing").
+            status=Status.ACTIVE if identified else outcome.status,
+            successor=None if identified else outcome.successor,
+            source=None if identified else outcome.source,
         )
 
     def _lookup(self, raw: str, request: IdentifyRequest, now: dt.datetime) -> RailOutcome:

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Protocol
 
 from heddle.errors import HeddleError
 from heddle.identify.directory import Directory, DirectoryRecord
-from heddle.identify.schemas import Institution, Rail, ResultKind
+from heddle.identify.schemas import DataSource, Institution, Rail, ResultKind, Status, Successor
 
 _SEPARATORS = re.compile(r"[\s\-]+")
 
@@ -49,6 +49,10 @@ class RailOutcome:
     # An institution the identifier may belong to but does not prove (a phone number's
     # network's wallet); named only if holder-name resolution confirms it.
     candidate: Institution | None = None
+    # A `not_found` answer about an institution that merged or closed: what it became.
+    status: Status | None = None
+    successor: Successor | None = None
+    source: DataSource | None = None
 
 
 class RailHandler(Protocol):
@@ -123,6 +127,16 @@ def identified(rail: Rail, institution: Institution, *, rails: tuple[str, ...] |
         ResultKind.IDENTIFIED, rail, institution.country, institution,
         institution.reachable_rails if rails is None else rails, account_number, detail,
     )
+
+
+def gone(rail: Rail, institution: Institution, detail: str, *, country: str | None = None,
+         account_number: str | None = None) -> RailOutcome:
+    """The answer for a code whose institution merged or closed: `not_found` (not billed: the
+    code no longer leads to an institution that takes payments), with its status, successor
+    and source (billing rule in docs/identify.md)."""
+    return RailOutcome(ResultKind.NOT_FOUND, rail, country or institution.country or None, None, (),
+                       account_number, detail, status=institution.status,
+                       successor=institution.successor, source=institution.source)
 
 
 def not_found(rail: Rail, detail: str, *, country: str | None = None,

@@ -4,9 +4,11 @@ bank registry; SEPA reachability from the curated `sepa.json`."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import warnings
 from functools import lru_cache
+from importlib import metadata
 from typing import ClassVar
 
 from schwifty import BIC, IBAN
@@ -32,12 +34,22 @@ from heddle.identify.rails.base import (
     unsupported,
 )
 from heddle.identify.rails.sort_code import clearing_range, lookup_sort_code
-from heddle.identify.schemas import Institution, Rail
+from heddle.identify.schemas import DataSource, Institution, Rail
 
 # Countries whose national check digits schwifty cannot verify are still valid IBANs.
 warnings.filterwarnings("ignore", category=NationalChecksumNotVerified)
 
 _SHAPE = re.compile(r"[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}", re.ASCII)
+
+
+def _registry_source() -> DataSource:
+    """schwifty's bank registries, dated by its calendar version (2026.10.1: October 2026)."""
+    version = metadata.version("schwifty")
+    year, month, *_ = (int(part) for part in version.split(".")[:2])
+    return DataSource(f"schwifty {version}", dt.date(year, month, 1))
+
+
+REGISTRY_SOURCE = _registry_source()
 _REGISTRY_COUNTRIES = frozenset(schwifty_registry.get_countries())
 
 
@@ -98,7 +110,7 @@ class IbanRail(FixedCountries):
                              country=country, account_number=account_number)
         bic = _bic_of(country, bank.bank_code)  # a registry bank's code is its lookup key
         institution = Institution(name=bank.name, type="bank", code=iban.bank_code,
-                                  country=country, bic=bic)
+                                  country=country, bic=bic, source=REGISTRY_SOURCE)
         if bic is not None:
             holder, _ = ctx.directory.bic_holder(bic)
             if holder is not None:

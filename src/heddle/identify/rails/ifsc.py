@@ -25,7 +25,10 @@ from heddle.identify.rails.base import (
     invalid,
     not_found,
 )
-from heddle.identify.schemas import Rail
+from heddle.identify.rails.base import (
+    gone as gone_answer,
+)
+from heddle.identify.schemas import Rail, Status, Successor
 
 _IFSC = re.compile(r"[A-Z]{4}0[A-Z0-9]{6}", re.ASCII)
 _SHAPE = re.compile(r"[A-Z]{4}[A-Z0-9]{7}", re.ASCII)
@@ -57,6 +60,12 @@ class IfscRail(FixedCountries):
         # One search of the shipped list answers both "is it withdrawn?" and "which branch?".
         shipped = ctx.directory.ifsc_branches.branch(code)
         gone = _withdrawn(code, record is not None or shipped is not None, ctx)
+        if gone is not None and code[:4] in curated.ifsc_merged:
+            heir_code, _ = curated.ifsc_merged[code[:4]]
+            heir = curated.ifsc_banks.get(heir_code)
+            former = dataclasses.replace(curated.ifsc_banks[code[:4]], status=Status.MERGED,
+                                         successor=Successor(heir.name if heir else None, heir_code))
+            return gone_answer(self.rail, former, gone, country="IN", account_number=account)
         if gone is not None:
             return not_found(self.rail, gone, country="IN", account_number=account)
         # A sub-member code belongs to the bank that leases it, whatever its first four
@@ -102,7 +111,8 @@ class IfscRail(FixedCountries):
         # no codes of this shape); the shipped list adds the branch, its city and its rails.
         if shipped is None:
             return identified(self.rail, dataclasses.replace(bank, code=code), account_number=account)
-        institution = dataclasses.replace(bank, code=code, branch=shipped.name, city=shipped.city or bank.city)
+        institution = dataclasses.replace(bank, code=code, branch=shipped.name, city=shipped.city or bank.city,
+                                          source=ctx.directory.ifsc_branches.source)
         return identified(self.rail, institution, rails=shipped.rails, account_number=account)
 
 
