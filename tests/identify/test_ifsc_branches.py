@@ -125,6 +125,7 @@ async def test_ifsc_answer_gives_branch_city_and_rails(lookup):
         "bic": "SBININBB",
         "branch": "MUMBAI MAIN",
         "address": {"city": "GREATER BOMBAY", "country": "IN"},
+        "source": {"name": "ifsc_branches", "as_of": "2026-08-24"},
     }
     assert data["reachable_rails"] == ["neft", "rtgs", "imps", "upi"]
 

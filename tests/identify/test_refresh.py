@@ -124,6 +124,18 @@ def test_answers_after_the_refresh(refreshed):
     assert gone["source"]["notice"].startswith("SWIFT \u00a9 and database rights May 2020.")
 
 
+def test_coverage_lists_the_import_with_its_date_and_staleness(refreshed):
+    result = subprocess.run([HEDDLE, "identify", "coverage", "--database-url", refreshed[0], "--json"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = payload(result)
+    (gleif,) = [i for i in report["imports"] if i["source"] == "gleif"]
+    assert gleif["rows"] == refreshed[1]["refreshed"][0]["rows"] and gleif["as_of"] == "2020-05-05"
+    assert gleif["cadence_days"] == 31 and gleif["stale"]  # a 2020 file, published monthly
+    assert gleif["notice"].startswith("SWIFT \u00a9 and database rights May 2020.")
+    assert "gleif" in report["stale"] and report["rails"]["swift"]["bic_lei"]["imported"] == gleif["rows"]
+
+
 def test_dry_run_reports_and_writes_nothing(refreshed, fake):
     url, report = refreshed
     result = cli(url, fake.url, "--dry-run")

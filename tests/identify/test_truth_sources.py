@@ -110,6 +110,9 @@ async def test_withdrawn_ifsc_of_a_merged_bank_names_the_successor(lookup):
     assert data["result"] == "not_found" and "institution" not in data
     assert "Allahabad Bank" in data["detail"] and "Indian Bank" in data["detail"]
     assert "IDIB" in data["detail"]
+    # Said as data too: merged, the successor with its bank code, and where that comes from.
+    assert data["status"] == "merged" and data["successor"] == {"name": "Indian Bank", "code": "IDIB"}
+    assert data["source"] == {"name": "ifsc_banks", "as_of": "2026-11-26"}
 
 
 async def test_ifsc_not_in_rbis_list_is_not_found(lookup):

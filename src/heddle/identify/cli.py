@@ -19,11 +19,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from heddle.config import get_settings
 from heddle.db.base import Database
 from heddle.db.migrate import upgrade
-from heddle.identify.coverage import coverage_report, shipped_files
+from heddle.identify.coverage import coverage_report, imported_source_report, shipped_files
 from heddle.identify.datasets import load_curated
 from heddle.identify.importers import PARSERS, ImportFormatError
 from heddle.identify.importers.gleif import parse_gleif_bic_lei
-from heddle.identify.importers.store import TooManyBadRows, import_rows, imported_codes
+from heddle.identify.importers.store import TooManyBadRows, import_rows, imported_codes, imported_sources
 from heddle.identify.refresh.download import RefreshError
 from heddle.identify.refresh.run import refresh as refresh_source
 from heddle.identify.schemas import Rail
@@ -204,13 +204,15 @@ def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> Non
     of the official directory; then every shipped data file's source and licence."""
     url = database_url or get_settings().database_url
     try:
-        imported = asyncio.run(_imported(url))
+        imported, sources = asyncio.run(_imported(url))
     except (SQLAlchemyError, OSError) as exc:
         raise _fail("database_error", f"cannot read the directory: {exc}", as_json) from None
     curated = load_curated()
     report = coverage_report(curated, imported)
     files = shipped_files()
-    payload = {"rails": report, "files": files, "curated_as_of": {k: v.isoformat() for k, v in curated.as_of.items()}}
+    imports = imported_source_report(sources)
+    payload = {"rails": report, "files": files, "imports": imports,
+               "curated_as_of": {k: v.isoformat() for k, v in curated.as_of.items()}}
     lines = [
         f"{'rail':<16}{'institutions':>13}{'codes':>9}{'ranges':>8}{'branches':>10}"
         f"{'imported':>10}{'official':>10}  official directory"
@@ -234,21 +236,27 @@ def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> Non
         f"{f['file']:<24}{f['as_of']:<12}{'STALE' if f['stale'] else 'fresh':<7}{f['licence'][:60]}" for f in files
     ]
     lines += [f"  {f['file']}: branch details as of {f['details_as_of']}" for f in files if "details_as_of" in f]
+    if imports:
+        lines += ["", f"{'imported source':<24}{'rows':>9}  {'as_of':<12}{'cadence':>8}  state"]
+        lines += [f"{i['source']:<24}{i['rows']:>9,}  {i['as_of']:<12}{i['cadence_days']:>7}d  "
+                  f"{'STALE' if i['stale'] else 'fresh'}" for i in imports]
+        lines += [f"  {i['source']}: {i['notice']}" for i in imports if "notice" in i]
     stale = [
         f"{f['file']} ({f['age_days']} days old; its source is updated every {f['update_cycle_days']} days)"
         for f in files
         if f["stale"]
-    ]
-    payload["stale"] = [f["file"] for f in files if f["stale"]]
+    ] + [f"imported {i['source']} (data of {i['as_of']}; republished every {i['cadence_days']} days: "
+         "run `heddle identify refresh` or import a newer file)" for i in imports if i["stale"]]
+    payload["stale"] = [f["file"] for f in files if f["stale"]] + [i["source"] for i in imports if i["stale"]]
     if stale:
         lines += ["", "Older than their source's update cycle:", *(f"  {s}" for s in stale)]
     _emit(payload, as_json, lines)
 
 
-async def _imported(url: str) -> dict[str, set[str]]:
+async def _imported(url: str) -> tuple[dict[str, set[str]], dict[str, dict]]:
     await upgrade(url)
     db = Database(url)
     try:
-        return await imported_codes(db)
+        return await imported_codes(db), await imported_sources(db)
     finally:
         await db.dispose()

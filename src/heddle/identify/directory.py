@@ -186,7 +186,9 @@ class Directory:
                 lei = (fields[6] or {}).get("lei")
                 if rail == Rail.SWIFT and lei:
                     gleif.append((record.institution, lei))
-        self.bics = load_bic_index(self.curated, gleif)
+        # Some seconds of CPU for GLEIF's 20,000-40,000 rows (each name matched against the
+        # registry's spellings): in a thread, so the event loop keeps answering meanwhile.
+        self.bics = await asyncio.to_thread(load_bic_index, self.curated, gleif)
         self._imported, self._imported_counts, self._signature = imported, counts, signature
         self._checked_at = self._monotonic()
         log.info("identify.directory.refreshed", rows=len(imported))

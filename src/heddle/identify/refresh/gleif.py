@@ -27,7 +27,6 @@ from heddle.identify.refresh.download import RefreshError, fetch, json_document,
 
 MAPPING_URL = "https://mapping.gleif.org"
 API_URL = "https://api.gleif.org"
-CADENCE_DAYS = 31  # the mapping is published monthly
 MAX_ZIP = 64 << 20  # the 2026 file is about 1 MB zipped
 MAX_CSV = 256 << 20
 BATCH = 200

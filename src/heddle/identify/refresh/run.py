@@ -31,8 +31,6 @@ from heddle.identify.refresh.download import RefreshError
 # Sources whose publisher offers a stable, open download; the others stay `identify import`
 # (docs/identify.md, "Refreshing from the publishers", says why for each).
 REFRESHABLE = {"gleif": gleif}
-CADENCE_DAYS = {"gleif": gleif.CADENCE_DAYS, "fedach": 31, "fedwire": 31, "ifsc-csv": 31,
-                "ifsc-xlsx": 31, "eiscd": 31}
 MIN_SHARE_OF_LAST = 0.5
 MAX_BAD_SHARE = 0.05
 _LOCK_KEY = 0x4865_6464_6C65  # "Heddle": the advisory lock of identify refreshes (PostgreSQL)
