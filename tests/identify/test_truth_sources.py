@@ -125,6 +125,8 @@ async def test_nigerian_institution_whose_licence_was_revoked(lookup):
     for code in ("030", "000020"):
         data = await lookup(identifier=code, rail="nuban")
         assert data["result"] == "not_found" and "Heritage Bank" in data["detail"]
+        assert data["status"] == "closed" and "successor" not in data and "institution" not in data
+        assert data["source"]["name"] == "ng_cbn_list"
 
 
 async def test_verified_codes_from_the_cbn_list(lookup):

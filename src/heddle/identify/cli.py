@@ -144,6 +144,7 @@ async def _import(url: str, parsed, max_bad_rows: int):
 
 class RefreshSource(StrEnum):
     GLEIF = "gleif"  # GLEIF's monthly BIC-to-LEI mapping with its LEIs' records
+    RAZORPAY_IFSC = "razorpay-ifsc"  # IFSC.csv of Razorpay's latest IFSC release
 
 
 @app.command("refresh")
@@ -185,7 +186,7 @@ def refresh(
                      f"{r.updated:,} updated, {r.removed:,} removed; {r.bad_rows:,} bad rows skipped; "
                      f"last import {r.last_import:,} rows).")
         lines += [f"  line {b['line']}: {b['message']}" for b in r.bad_examples[:5]]
-        lines.append(f"  Licence notice: {r.notice}")
+        lines.append(f"  Licence: {r.notice}")
     _emit({"refreshed": [r.to_dict() for r in reports]}, as_json, lines)
 
 

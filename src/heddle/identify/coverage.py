@@ -199,7 +199,7 @@ def shipped_files(today: dt.date | None = None) -> list[dict[str, Any]]:
 PUBLISHER_CADENCE_DAYS: dict[str, int] = {
     "gleif": 31,  # the BIC-to-LEI mapping: monthly
     "fedach": 31, "fedwire": 31,  # the Fed's directories change daily; operators refresh monthly
-    "ifsc-csv": 31, "ifsc-xlsx": 31,  # RBI's list: weekly; Razorpay's releases about monthly
+    "ifsc-csv": 31, "ifsc-xlsx": 31, "razorpay-ifsc": 31,  # RBI's list: weekly; Razorpay's releases ~monthly
     "eiscd": 31,  # Pay.UK's EISCD: weekly to monthly
 }
 IMPORT_CADENCE_DAYS = 31

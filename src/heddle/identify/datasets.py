@@ -106,6 +106,8 @@ class CuratedData:
     ng_by_nip_code: dict[str, NigerianInstitution]  # NIBSS NIP code (the two can collide)
     ng_check_digit_institutions: tuple[NigerianInstitution, ...]
     ng_inactive: dict[str, str]  # 6-digit code of a merged or revoked institution -> detail
+    # The same codes -> the institution as it was, with its status and successor.
+    ng_inactive_institutions: dict[str, Institution]
     gh_banks: dict[str, Institution]  # by sort code
     gh_bank_prefixes: dict[str, Institution]  # 2-digit bank code -> head office
     momo_operators: dict[tuple[str, str], MomoOperator]  # (country, carrier name)
@@ -246,6 +248,7 @@ class _Nigeria:
     by_nip_code: dict[str, NigerianInstitution]
     by_cbn_code: dict[str, NigerianInstitution]
     inactive: dict[str, str]
+    inactive_institutions: dict[str, Institution]
 
 
 def _nigeria(read: _Reader) -> _Nigeria:
@@ -280,6 +283,7 @@ def _nigeria(read: _Reader) -> _Nigeria:
     cbn_list = read_cbn_list()
     cbn_source = read.record(cbn_list.dataset, cbn_list.as_of)
     ng_inactive: dict[str, str] = {}
+    gone: dict[str, Institution] = {}
     for e in cbn_list.entries:
         for kind, code in ng_list_codes(e):
             index = ng_nuban if kind == "cbn" else ng_nip
@@ -287,9 +291,10 @@ def _nigeria(read: _Reader) -> _Nigeria:
                 continue
             if e.status != "active":
                 ng_inactive.setdefault(code, inactive_detail(e))
+                gone.setdefault(code, ng_list_institution(e, cbn_source))
             else:
                 index[code] = NigerianInstitution(ng_list_institution(e, cbn_source), None, False)
-    return _Nigeria(ng_nuban, ng_nip, by_cbn, ng_inactive)
+    return _Nigeria(ng_nuban, ng_nip, by_cbn, ng_inactive, gone)
 
 
 def _ghana(read: _Reader) -> tuple[dict[str, Institution], dict[str, Institution]]:
@@ -367,6 +372,7 @@ def load_curated() -> CuratedData:
         routing_numbers=routing, sort_code_ranges=ranges, ifsc_banks=ifsc.banks,
         ifsc_sublets=ifsc.sublets, ng_by_nuban_code=ng.by_nuban_code, ng_by_nip_code=ng.by_nip_code,
         ng_check_digit_institutions=tuple(r for r in ng.by_cbn_code.values() if r.check_digit),
-        ng_inactive=ng.inactive, gh_banks=gh, gh_bank_prefixes=gh_prefixes,
+        ng_inactive=ng.inactive, ng_inactive_institutions=ng.inactive_institutions,
+        gh_banks=gh, gh_bank_prefixes=gh_prefixes,
         momo_operators=momo, momo_countries=frozenset(c for c, _ in momo),
     )

@@ -24,6 +24,7 @@ from heddle.identify.rails.base import (
     RailOutcome,
     compact,
     digits_account,
+    gone,
     identified,
     invalid,
     not_found,
@@ -71,8 +72,9 @@ class NubanRail(FixedCountries):
         if conflict is not None:
             return not_found(self.rail, conflict, country="NG", account_number=account)
         if record is None and parsed.institution_code in ctx.directory.curated.ng_inactive:
-            return not_found(self.rail, ctx.directory.curated.ng_inactive[parsed.institution_code],
-                             country="NG", account_number=account)
+            code = parsed.institution_code
+            return gone(self.rail, ctx.directory.curated.ng_inactive_institutions[code],
+                        ctx.directory.curated.ng_inactive[code], country="NG", account_number=account)
         if record is None:
             return not_found(self.rail, f"No Nigerian institution with code "
                                         f"{parsed.institution_code} is in the directory.",

@@ -9,17 +9,32 @@ the limit, a zip that would inflate past its limit (a zip bomb), a file of the w
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import io
 import json
 import zipfile
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from heddle.identify.importers.base import BadRow, DirectoryRow
 
 # A zip member inflating more than this many times its compressed size is refused unread:
 # CSV text compresses 5-15 times; a zip bomb, thousands of times.
 MAX_RATIO = 200
 _CHUNK = 1 << 16
+
+
+@dataclass
+class Download:
+    """What a publisher's download gave: the rows to import, the bad ones, the publisher's
+    date of the data, and the licence (for GLEIF, the notice shipped with the file)."""
+
+    rows: list[DirectoryRow]
+    bad: list[BadRow]
+    as_of: dt.date
+    notice: str
 
 
 class RefreshError(Exception):

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
 from urllib.parse import urljoin
 
 import httpx
 
 from heddle.identify.importers.base import BadRow, DirectoryRow, ImportFormatError
 from heddle.identify.importers.gleif import LeiRecord, mapping_rows, read_api_records, read_relationships
-from heddle.identify.refresh.download import RefreshError, fetch, json_document, read_member, zip_members
+from heddle.identify.refresh.download import Download, RefreshError, fetch, json_document, read_member, zip_members
 
 MAPPING_URL = "https://mapping.gleif.org"
 API_URL = "https://api.gleif.org"
@@ -33,14 +32,6 @@ BATCH = 200
 _DATE = re.compile(r"(20[0-9]{6})")
 # What the licence agreement's notice says; its presence in the download is checked.
 _NOTICE_WORDS = ("BIC/LEI Mapping Table License Agreement", "SWIFT")
-
-
-@dataclass
-class Download:
-    rows: list[DirectoryRow]
-    bad: list[BadRow]
-    as_of: dt.date
-    notice: str  # the notice as the publisher shipped it with this month's file
 
 
 async def download(client: httpx.AsyncClient, base_url: str | None) -> Download:

@@ -25,12 +25,12 @@ from sqlalchemy.engine import make_url
 
 from heddle.db.base import Database
 from heddle.identify.importers.store import import_rows, source_codes
-from heddle.identify.refresh import gleif
+from heddle.identify.refresh import gleif, razorpay_ifsc
 from heddle.identify.refresh.download import RefreshError
 
 # Sources whose publisher offers a stable, open download; the others stay `identify import`
 # (docs/identify.md, "Refreshing from the publishers", says why for each).
-REFRESHABLE = {"gleif": gleif}
+REFRESHABLE = {"gleif": gleif, razorpay_ifsc.SOURCE: razorpay_ifsc}
 MIN_SHARE_OF_LAST = 0.5
 MAX_BAD_SHARE = 0.05
 _LOCK_KEY = 0x4865_6464_6C65  # "Heddle": the advisory lock of identify refreshes (PostgreSQL)
