@@ -6,7 +6,8 @@ data (`../shared/data/gleif-2020-05/`: 18,896 real BIC-LEI pairs with legal name
   the licence notice as a text file);
 - `GET /api/v1/lei-records?filter[lei]=...`: the LEI records (JSON:API).
 
-`mode` makes the publisher misbehave, one bad input each: `cut`, `empty`, `bomb`, `wrong_format`,
+`mode` makes the publisher misbehave, one bad input each (`next_month`: a good file with the
+last tenth of the pairs dropped): `cut`, `empty`, `bomb`, `wrong_format`,
 `half`, `no_notice`, `down`; `slow_records` holds each LEI-records answer (two refreshes at once).
 `retire` marks LEIs retired or merged with a successor, as GLEIF's records say of such entities.
 """
@@ -120,6 +121,8 @@ class FakeGleif:
             body = b"<html><body>Please log in</body></html>"
         elif self.mode == "bomb":
             body = bomb_zip()
+        elif self.mode == "next_month":  # the publisher dropped the last tenth of its pairs
+            body = mapping_zip(mapping_csv(self.pairs[: len(self.pairs) * 9 // 10]))
         elif self.mode == "half":
             body = mapping_zip(mapping_csv(self.pairs[: len(self.pairs) // 3]))
         elif self.mode == "no_notice":

@@ -192,3 +192,36 @@ def test_two_refreshes_at_once_the_second_refuses(refreshed, fake):
         out, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
     assert json.loads(out)["refreshed"][0]["updated"] == report["refreshed"][0]["rows"]
+
+
+@pytest.mark.postgres
+def test_on_postgres_one_refresh_at_a_time_and_dropped_rows_go(fake, pg_url):
+    fake.slow_records = 0.3
+    before = fake.record_requests
+    first = subprocess.Popen([HEDDLE, "identify", "refresh", "--source", "gleif", "--base-url", fake.url,
+                              "--database-url", pg_url, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while fake.record_requests == before:  # the first one holds the advisory lock
+            assert time.monotonic() < deadline and first.poll() is None
+            time.sleep(0.05)
+        second = cli(pg_url, fake.url)
+        assert second.returncode == 1 and payload(second)["error"]["code"] == "refresh_running"
+    finally:
+        fake.slow_records = 0.0
+        out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    rows = json.loads(out)["refreshed"][0]["rows"]
+    # Next month's file lacks a tenth of the pairs: their rows go, in the same transaction.
+    dropped = fake.pairs[-1]["bic"]
+    assert ask(load(pg_url)[0], dropped[:8] if dropped.endswith("XXX") else dropped)["result"] == "identified"
+    fake.mode = "next_month"
+    result = cli(pg_url, fake.url)
+    assert result.returncode == 0, result.stderr
+    (report,) = payload(result)["refreshed"]
+    # (A BIC listed under two LEIs, one of them in the dropped tenth, is now one LEI's: new.)
+    assert report["last_import"] == rows and report["removed"] > 1000 and report["inserted"] < 50
+    service, now = load(pg_url)
+    assert now == report["rows"] == rows - report["removed"] + report["inserted"]
+    assert ask(service, dropped)["result"] == "not_found"
