@@ -53,7 +53,7 @@ def test_every_answered_bic8_comes_from_a_bic_keyed_source(request, imported):
     keyed = _bic_keyed(directory, imported)
     walked = answered = multi_name_answered = 0
     for bic8 in sorted(set(registry) | set(keyed)):
-        if not rail.looks_like(bic8, None):
+        if not rail.looks_like(bic8, None, ctx):
             continue
         try:
             outcome = rail.lookup(rail.parse(bic8, None), None, ctx)

@@ -17,8 +17,10 @@ import json
 
 import pytest
 
+from heddle.identify import ifsc_branches
+from heddle.identify.ifsc_branches import Branch, BranchList
 from heddle.identify.importers import ifsc_list
-from heddle.identify.importers.ifsc_list import Branch, BranchList, build, read_details
+from heddle.identify.importers.ifsc_list import build, read_details
 
 HEADER = "BANK,IFSC,BRANCH,CENTRE,DISTRICT,STATE,ADDRESS,CONTACT,IMPS,RTGS,CITY,ISO3166,NEFT,MICR,UPI,SWIFT\n"
 
@@ -108,7 +110,7 @@ def test_importer_command_writes_the_gzipped_file(tmp_path, capsys):
 
 
 def test_shipped_list_describes_nearly_every_code():
-    branches = ifsc_list.load_branch_list()
+    branches = ifsc_branches.load_branch_list()
     assert branches.count == 176_918 and branches.details_count == 176_282
     assert branches.details_as_of == dt.date(2026, 3, 21)
 
@@ -123,6 +125,7 @@ async def test_ifsc_answer_gives_branch_city_and_rails(lookup):
         "bic": "SBININBB",
         "branch": "MUMBAI MAIN",
         "address": {"city": "GREATER BOMBAY", "country": "IN"},
+        "source": {"name": "ifsc_branches", "as_of": "2026-08-24"},
     }
     assert data["reachable_rails"] == ["neft", "rtgs", "imps", "upi"]
 
@@ -170,7 +173,7 @@ def test_every_shipped_details_line_is_well_formed():
     import re
     from importlib import resources
 
-    raw = resources.files("heddle.identify").joinpath("data", ifsc_list.FILE).read_bytes()
+    raw = resources.files("heddle.identify").joinpath("data", ifsc_branches.FILE).read_bytes()
     data = json.loads(gzip.decompress(raw))
     # A name can be empty: the CSV writes NA for some (BARB0GAMHAR), read as unknown.
     line = re.compile(r"[^\t\n]*\t[^\t\n]*\t(?:-|N?R?I?U?)")

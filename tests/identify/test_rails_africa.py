@@ -114,7 +114,8 @@ async def test_ghana_bank_sort_codes(lookup):
     gcb = await lookup(identifier="040100", country="GH")
     assert gcb["result"] == "identified" and gcb["rail"] == "gh_bank"
     assert gcb["institution"] == {"name": "GCB Bank PLC", "type": "bank", "code": "040100",
-                                  "bic": "GHCBGHAC", "address": {"country": "GH"}}
+                                  "bic": "GHCBGHAC", "address": {"country": "GH"},
+                                  "source": {"name": "gh_banks", "as_of": "2026-11-23"}}
     assert gcb["reachable_rails"] == ["gh_ach", "ghipss_instant"]
     sinapi = await lookup(identifier="240092", rail="gh_bank")
     assert sinapi["institution"]["type"] == "savings_and_loans" and "reachable_rails" not in sinapi

@@ -17,7 +17,8 @@ async def test_swift_identifies_real_bics(lookup):
     chase = await lookup(identifier="chas us33")
     assert chase["institution"] == {"name": "JPMorgan Chase Bank, N.A.", "type": "bank",
                                     "code": "CHASUS33", "bic": "CHASUS33",
-                                    "address": {"city": "New York", "country": "US"}}
+                                    "address": {"city": "New York", "country": "US"},
+                                    "source": {"name": "swift_bics", "as_of": "2026-11-26"}}
     natwest = await lookup(identifier="NWBKGB2LXXX", rail="swift")
     assert natwest["institution"]["name"] == "National Westminster Bank plc"
     assert natwest["institution"]["code"] == "NWBKGB2LXXX"

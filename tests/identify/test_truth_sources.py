@@ -110,6 +110,9 @@ async def test_withdrawn_ifsc_of_a_merged_bank_names_the_successor(lookup):
     assert data["result"] == "not_found" and "institution" not in data
     assert "Allahabad Bank" in data["detail"] and "Indian Bank" in data["detail"]
     assert "IDIB" in data["detail"]
+    # Said as data too: merged, the successor with its bank code, and where that comes from.
+    assert data["status"] == "merged" and data["successor"] == {"name": "Indian Bank", "code": "IDIB"}
+    assert data["source"] == {"name": "ifsc_banks", "as_of": "2026-11-26"}
 
 
 async def test_ifsc_not_in_rbis_list_is_not_found(lookup):
@@ -122,6 +125,8 @@ async def test_nigerian_institution_whose_licence_was_revoked(lookup):
     for code in ("030", "000020"):
         data = await lookup(identifier=code, rail="nuban")
         assert data["result"] == "not_found" and "Heritage Bank" in data["detail"]
+        assert data["status"] == "closed" and "successor" not in data and "institution" not in data
+        assert data["source"]["name"] == "ng_cbn_list"
 
 
 async def test_verified_codes_from_the_cbn_list(lookup):

@@ -685,6 +685,8 @@ export interface components {
             branch?: string | null;
             /** @description Omitted when nothing is known. */
             address?: components["schemas"]["InstitutionAddress"] | null;
+            /** @description Where this record comes from, and how current it is. */
+            source?: components["schemas"]["SourceOut"] | null;
         };
         /**
          * IdentifyRequest
@@ -759,6 +761,12 @@ export interface components {
              * @description Present only when `identified`.
              */
             identified_at?: string | null;
+            /** @description `active` when identified; `merged` or `closed` (then `not_found`, not billed) when the code's institution no longer exists as such. */
+            status?: components["schemas"]["Status"] | null;
+            /** @description Who took over a merged or closed institution, when known. */
+            successor?: components["schemas"]["SuccessorOut"] | null;
+            /** @description For a merged or closed institution: where that comes from. */
+            source?: components["schemas"]["SourceOut"] | null;
             /**
              * Detail
              * @description Why the result is not `identified`, when known.
@@ -1132,6 +1140,30 @@ export interface components {
         };
         /** @enum {string} */
         RunState: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
+        /** SourceOut */
+        SourceOut: {
+            /**
+             * Name
+             * @description The shipped dataset or the imported source (e.g. `gleif`, `fedach`).
+             */
+            name: string;
+            /**
+             * As Of
+             * Format: date
+             * @description The date of the data: the shipped file's, or the publisher's for an import.
+             */
+            as_of: string;
+            /**
+             * Notice
+             * @description A licence notice that must accompany the data (GLEIF's BIC-to-LEI mapping).
+             */
+            notice?: string | null;
+        };
+        /**
+         * Status
+         * @enum {string}
+         */
+        Status: "active" | "merged" | "closed";
         /** SubjectDeleted */
         SubjectDeleted: {
             /** Subject */
@@ -1139,6 +1171,16 @@ export interface components {
             /** Deleted */
             deleted: boolean;
             erased: components["schemas"]["Erased"];
+        };
+        /** SuccessorOut */
+        SuccessorOut: {
+            /** Name */
+            name?: string | null;
+            /**
+             * Code
+             * @description Its code where the publisher gives one (an LEI, a bank code).
+             */
+            code?: string | null;
         };
         /**
          * Thread

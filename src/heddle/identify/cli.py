@@ -1,4 +1,5 @@
-"""`heddle identify ...`: load official directories and report coverage.
+"""`heddle identify ...`: load official directories, refresh them from their publishers, and
+report coverage.
 
 Mounted by the lead as `heddle identify`. With `--json` each command prints exactly one JSON
 object on stdout (an `error` object on failure, with exit code 1).
@@ -81,6 +82,7 @@ def import_directory(
     from heddle.identify.importers import PARSERS, ImportFormatError
     from heddle.identify.importers.gleif import parse_gleif_bic_lei
     from heddle.identify.importers.store import TooManyBadRows
+
     gleif = format is ImportFormat.GLEIF_BIC_LEI
     if gleif != (names is not None):
         raise _fail("invalid_arguments", "--names goes with --format gleif-bic-lei, and only "
@@ -141,6 +143,73 @@ async def _import(url: str, parsed, max_bad_rows: int):
         await db.dispose()
 
 
+class RefreshSource(StrEnum):
+    GLEIF = "gleif"  # GLEIF's monthly BIC-to-LEI mapping with its LEIs' records
+    RAZORPAY_IFSC = "razorpay-ifsc"  # IFSC.csv of Razorpay's latest IFSC release
+
+
+@app.command("refresh")
+def refresh(
+    source: Annotated[
+        list[RefreshSource] | None,
+        typer.Option("--source", help="Refresh this source only (repeatable); default: every source."),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="Download from this mirror instead of the publisher (one source)."),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Download and check; report what would change, "
+                                          "write nothing.")] = False,
+    database_url: DatabaseUrl = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Download each openly published source from its publisher, check it (format, rows against
+    the last import, licence notice) and import it in one transaction. Nothing else downloads:
+    run this (or schedule it) to refresh."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from heddle.config import get_settings
+    from heddle.identify.importers import ImportFormatError
+    from heddle.identify.refresh.download import RefreshError
+
+    sources = [s.value for s in (source or list(RefreshSource))]
+    if base_url is not None and len(sources) != 1:
+        raise _fail("invalid_arguments", "--base-url goes with one --source", as_json)
+    url = database_url or get_settings().database_url
+    reports = []
+    for name in sources:
+        try:
+            reports.append(asyncio.run(_refresh(url, name, base_url, dry_run)))
+        except RefreshError as exc:
+            raise _fail(exc.code, f"{name}: {exc.message}", as_json, source=name) from None
+        except ImportFormatError as exc:
+            raise _fail("wrong_format", f"{name}: {exc}", as_json, source=name) from None
+        except (SQLAlchemyError, OSError) as exc:
+            raise _fail("database_error", f"{name}: nothing was written: {exc}", as_json, source=name) from None
+    lines = []
+    for r in reports:
+        verb = "Would import" if r.dry_run else "Imported"
+        lines.append(f"{verb} {r.rows:,} {r.source} rows as of {r.as_of.isoformat()} ({r.inserted:,} new, "
+                     f"{r.updated:,} updated, {r.removed:,} removed; {r.bad_rows:,} bad rows skipped; "
+                     f"last import {r.last_import:,} rows).")
+        lines += [f"  line {b['line']}: {b['message']}" for b in r.bad_examples[:5]]
+        lines.append(f"  Licence: {r.notice}")
+    _emit({"refreshed": [r.to_dict() for r in reports]}, as_json, lines)
+
+
+async def _refresh(url: str, source: str, base_url: str | None, dry_run: bool):
+    from heddle.db.base import Database
+    from heddle.db.migrate import upgrade
+    from heddle.identify.refresh.run import refresh as refresh_source
+
+    await upgrade(url)
+    db = Database(url)
+    try:
+        return await refresh_source(db, source, base_url=base_url, dry_run=dry_run)
+    finally:
+        await db.dispose()
+
+
 @app.command("coverage")
 def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> None:
     """Per rail: institutions, codes and ranges known (shipped + imported), beside the size
@@ -148,19 +217,21 @@ def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> Non
     from sqlalchemy.exc import SQLAlchemyError
 
     from heddle.config import get_settings
-    from heddle.identify.coverage import coverage_report, shipped_files
+    from heddle.identify.coverage import coverage_report, imported_source_report, shipped_files
     from heddle.identify.datasets import load_curated
     from heddle.identify.schemas import Rail
 
     url = database_url or get_settings().database_url
     try:
-        imported = asyncio.run(_imported(url))
+        imported, sources = asyncio.run(_imported(url))
     except (SQLAlchemyError, OSError) as exc:
         raise _fail("database_error", f"cannot read the directory: {exc}", as_json) from None
     curated = load_curated()
     report = coverage_report(curated, imported)
     files = shipped_files()
-    payload = {"rails": report, "files": files, "curated_as_of": {k: v.isoformat() for k, v in curated.as_of.items()}}
+    imports = imported_source_report(sources)
+    payload = {"rails": report, "files": files, "imports": imports,
+               "curated_as_of": {k: v.isoformat() for k, v in curated.as_of.items()}}
     lines = [
         f"{'rail':<16}{'institutions':>13}{'codes':>9}{'ranges':>8}{'branches':>10}"
         f"{'imported':>10}{'official':>10}  official directory"
@@ -184,25 +255,31 @@ def coverage(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> Non
         f"{f['file']:<24}{f['as_of']:<12}{'STALE' if f['stale'] else 'fresh':<7}{f['licence'][:60]}" for f in files
     ]
     lines += [f"  {f['file']}: branch details as of {f['details_as_of']}" for f in files if "details_as_of" in f]
+    if imports:
+        lines += ["", f"{'imported source':<24}{'rows':>9}  {'as_of':<12}{'cadence':>8}  state"]
+        lines += [f"{i['source']:<24}{i['rows']:>9,}  {i['as_of']:<12}{i['cadence_days']:>7}d  "
+                  f"{'STALE' if i['stale'] else 'fresh'}" for i in imports]
+        lines += [f"  {i['source']}: {i['notice']}" for i in imports if "notice" in i]
     stale = [
         f"{f['file']} ({f['age_days']} days old; its source is updated every {f['update_cycle_days']} days)"
         for f in files
         if f["stale"]
-    ]
-    payload["stale"] = [f["file"] for f in files if f["stale"]]
+    ] + [f"imported {i['source']} (data of {i['as_of']}; republished every {i['cadence_days']} days: "
+         "run `heddle identify refresh` or import a newer file)" for i in imports if i["stale"]]
+    payload["stale"] = [f["file"] for f in files if f["stale"]] + [i["source"] for i in imports if i["stale"]]
     if stale:
         lines += ["", "Older than their source's update cycle:", *(f"  {s}" for s in stale)]
     _emit(payload, as_json, lines)
 
 
-async def _imported(url: str) -> dict[str, set[str]]:
+async def _imported(url: str) -> tuple[dict[str, set[str]], dict[str, dict]]:
     from heddle.db.base import Database
     from heddle.db.migrate import upgrade
-    from heddle.identify.importers.store import imported_codes
+    from heddle.identify.importers.store import imported_codes, imported_sources
 
     await upgrade(url)
     db = Database(url)
     try:
-        return await imported_codes(db)
+        return await imported_codes(db), await imported_sources(db)
     finally:
         await db.dispose()

@@ -14,7 +14,8 @@ from schwifty import registry as schwifty_registry
 
 from heddle.identify.bics import load_bic_index
 from heddle.identify.datasets import CuratedData
-from heddle.identify.importers.ifsc_list import load_branch_list
+from heddle.identify.ifsc_branches import load_branch_list
+from heddle.identify.importers.gleif import mapping_notice
 from heddle.identify.ng_list import read_cbn_list
 from heddle.identify.schemas import Rail
 
@@ -191,3 +192,31 @@ def shipped_files(today: dt.date | None = None) -> list[dict[str, Any]]:
             entry["details_as_of"] = header["details_as_of"]
         files.append(entry)
     return files
+
+
+# How often each importable source's publisher republishes it, in days: an import older than
+# that is `stale` in `heddle identify coverage`.
+PUBLISHER_CADENCE_DAYS: dict[str, int] = {
+    "gleif": 31,  # the BIC-to-LEI mapping: monthly
+    "fedach": 31, "fedwire": 31,  # the Fed's directories change daily; operators refresh monthly
+    "ifsc-csv": 31, "ifsc-xlsx": 31, "razorpay-ifsc": 31,  # RBI's list: weekly; Razorpay's releases ~monthly
+    "eiscd": 31,  # Pay.UK's EISCD: weekly to monthly
+}
+IMPORT_CADENCE_DAYS = 31
+
+
+def imported_source_report(sources: dict[str, dict[str, Any]], today: dt.date | None = None) -> list[dict[str, Any]]:
+    """Per imported source: rows, `as_of` (the publisher's date of the data, or the import
+    day), its cadence and whether it is stale by it; GLEIF's carries the mapping's notice."""
+    today = today or dt.date.today()
+    out = []
+    for name, found in sorted(sources.items()):
+        as_of = dt.date.fromisoformat(found["as_of"])
+        cadence = PUBLISHER_CADENCE_DAYS.get(name, IMPORT_CADENCE_DAYS)
+        entry = {"source": name, "rows": found["rows"], "as_of": as_of.isoformat(),
+                 "imported_at": found["imported_at"].isoformat(), "cadence_days": cadence,
+                 "age_days": (today - as_of).days, "stale": (today - as_of).days > cadence}
+        if name == "gleif":
+            entry["notice"] = mapping_notice(as_of)
+        out.append(entry)
+    return out

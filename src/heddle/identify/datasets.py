@@ -32,7 +32,7 @@ from heddle.identify.data_schemas import (
 from heddle.identify.ng_list import codes as ng_list_codes
 from heddle.identify.ng_list import inactive_detail, read_cbn_list
 from heddle.identify.ng_list import institution as ng_list_institution
-from heddle.identify.schemas import Institution, is_country
+from heddle.identify.schemas import DataSource, Institution, is_country
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +106,8 @@ class CuratedData:
     ng_by_nip_code: dict[str, NigerianInstitution]  # NIBSS NIP code (the two can collide)
     ng_check_digit_institutions: tuple[NigerianInstitution, ...]
     ng_inactive: dict[str, str]  # 6-digit code of a merged or revoked institution -> detail
+    # The same codes -> the institution as it was, with its status and successor.
+    ng_inactive_institutions: dict[str, Institution]
     gh_banks: dict[str, Institution]  # by sort code
     gh_bank_prefixes: dict[str, Institution]  # 2-digit bank code -> head office
     momo_operators: dict[tuple[str, str], MomoOperator]  # (country, carrier name)
@@ -121,13 +123,14 @@ def _intern(value: str | None) -> str | None:
     return None if value is None else sys.intern(value)
 
 
-def _institution(*, name: str, type: str, code: str, country: str, bic: str | None = None,
-                 city: str | None = None, rails: list[str] | tuple[str, ...] = (),
+def _institution(*, name: str, type: str, code: str, country: str, source: DataSource,
+                 bic: str | None = None, city: str | None = None,
+                 rails: list[str] | tuple[str, ...] = (),
                  external: dict[str, str] | None = None) -> Institution:
     return Institution(
         name=sys.intern(name), type=sys.intern(type), code=code, country=sys.intern(country),
         bic=bic, city=_intern(city), reachable_rails=tuple(sys.intern(r) for r in rails),
-        external_codes=tuple(sorted((external or {}).items())),
+        external_codes=tuple(sorted((external or {}).items())), source=source,
     )
 
 
@@ -137,14 +140,14 @@ def _unique(index: dict, key, value, dataset: str) -> None:
     index[key] = value
 
 
-def _ifsc_open_list(ifsc: dict[str, Institution], as_of: dict[str, dt.date]) -> IfscSublets:
+def _ifsc_open_list(ifsc: dict[str, Institution], read: _Reader) -> IfscSublets:
     """Add Razorpay's bank list to `ifsc` (curated entries win) and index the sub-members."""
     text = resources.files("heddle.identify").joinpath("data", "ifsc_razorpay.json").read_text(
         encoding="utf-8")
     data = IfscSubletFile.model_validate(json.loads(text))
-    as_of[data.dataset] = data.as_of
+    read.record(data.dataset, data.as_of)
     for e in data.entries:
-        ifsc.setdefault(e.prefix, _institution(name=e.name, type=e.type, code=e.prefix,
+        ifsc.setdefault(e.prefix, _institution(source=read.last, name=e.name, type=e.type, code=e.prefix,
                                                country="IN", rails=e.reachable_rails))
 
     def bank(holder: str) -> Institution:
@@ -153,7 +156,7 @@ def _ifsc_open_list(ifsc: dict[str, Institution], as_of: dict[str, dt.date]) -> 
         # Razorpay names some leased prefixes' holders without a bank code.
         kind = ("cooperative_bank" if "co-operative" in holder.lower()
                 or "sahakari" in holder.lower() else "bank")
-        return _institution(name=holder, type=kind, code=holder[:40], country="IN")
+        return _institution(source=read.last, name=holder, type=kind, code=holder[:40], country="IN")
 
     exact: dict[str, Institution] = {}
     shapes: dict[str, set[str]] = {}
@@ -173,36 +176,61 @@ def _ifsc_open_list(ifsc: dict[str, Institution], as_of: dict[str, dt.date]) -> 
                        {k: frozenset(v) for k, v in shapes.items()})
 
 
-@cache
-def load_curated() -> CuratedData:
-    """Read and index every curated file (cached: the files ship with the package)."""
-    as_of: dict[str, dt.date] = {}
+class _Reader:
+    """Reads shipped files and records each dataset's `as_of`."""
 
-    def read(name, entry_type):
+    def __init__(self) -> None:
+        self.as_of: dict[str, dt.date] = {}
+        self.last: DataSource | None = None  # the file read last: its records' source
+
+    def __call__(self, name: str, entry_type: type[BaseModel]) -> list:
         data = _read(name, entry_type)
-        as_of[data.dataset] = data.as_of
+        self.record(data.dataset, data.as_of)
         return data.entries
 
+    def record(self, dataset: str, as_of: dt.date) -> DataSource:
+        self.as_of[dataset] = as_of
+        self.last = DataSource(sys.intern(dataset), as_of)
+        return self.last
+
+
+def _routing_numbers(read: _Reader) -> dict[str, Institution]:
     routing: dict[str, Institution] = {}
     for e in read("routing_numbers.json", RoutingEntry):
         _unique(routing, e.routing_number, _institution(
-            name=e.name, type=e.type, code=e.routing_number, country="US", rails=e.reachable_rails),
+            source=read.last, name=e.name, type=e.type, code=e.routing_number, country="US", rails=e.reachable_rails),
             "routing_numbers")
+    return routing
 
+
+def _sort_code_ranges(read: _Reader) -> tuple[SortCodeRange, ...]:
+    """Most specific first."""
     ranges = []
     for e in read("sort_codes.json", SortCodeEntry):
         inst = None if e.shared_by else _institution(
-            name=e.name, type=e.type, code=e.from_, country="GB", bic=e.bic, rails=e.reachable_rails)
+            source=read.last, name=e.name, type=e.type, code=e.from_, country="GB", bic=e.bic, rails=e.reachable_rails)
         ranges.append(SortCodeRange(e.from_, e.to, inst, tuple(e.shared_by or ()),
                                     evidence=inst is not None and (e.sole_owner or e.from_ == e.to)))
     ranges.sort(key=lambda r: (r.size, r.start))
+    return tuple(ranges)
 
+
+@dataclass(frozen=True)
+class _Ifsc:
+    banks: dict[str, Institution]
+    sublets: IfscSublets
+    other_names: dict[str, tuple[str, ...]]
+    merged: dict[str, tuple[str, dt.date | None]]
+
+
+def _ifsc(read: _Reader) -> _Ifsc:
     ifsc: dict[str, Institution] = {}
     other: dict[str, tuple[str, ...]] = {}
     merged: dict[str, tuple[str, dt.date | None]] = {}
     for e in read("ifsc_banks.json", IfscBankEntry):
         _unique(ifsc, e.prefix, _institution(
-            name=e.name, type=e.type, code=e.prefix, country="IN", bic=e.bic, rails=e.reachable_rails),
+            source=read.last, name=e.name, type=e.type, code=e.prefix, country="IN", bic=e.bic,
+            rails=e.reachable_rails),
             "ifsc_banks")
         if e.other_names:
             other[e.prefix] = tuple(e.other_names)
@@ -210,15 +238,27 @@ def load_curated() -> CuratedData:
                 other[e.bic[:8]] = tuple(e.other_names)
         if e.merged_into:
             merged[e.prefix] = (e.merged_into, e.merged_on)
-    ifsc_sublets = _ifsc_open_list(ifsc, as_of)
+    sublets = _ifsc_open_list(ifsc, read)
+    return _Ifsc(ifsc, sublets, other, merged)
 
+
+@dataclass(frozen=True)
+class _Nigeria:
+    by_nuban_code: dict[str, NigerianInstitution]
+    by_nip_code: dict[str, NigerianInstitution]
+    by_cbn_code: dict[str, NigerianInstitution]
+    inactive: dict[str, str]
+    inactive_institutions: dict[str, Institution]
+
+
+def _nigeria(read: _Reader) -> _Nigeria:
     ng_nuban: dict[str, NigerianInstitution] = {}
     ng_nip: dict[str, NigerianInstitution] = {}
     by_cbn: dict[str, NigerianInstitution] = {}
     for e in read("ng_institutions.json", NigerianEntry):
         nuban_code = nuban_institution_code(e.cbn_code) if e.cbn_code else None
         external = {"paystack": e.paystack_code} if e.paystack_code else {}
-        inst = _institution(name=e.name, type=e.type, code=e.cbn_code or e.nip_code, country="NG",
+        inst = _institution(source=read.last, name=e.name, type=e.type, code=e.cbn_code or e.nip_code, country="NG",
                             bic=e.bic, rails=e.reachable_rails, external=external)
         record = NigerianInstitution(inst, nuban_code if e.nuban_check_digit else None,
                                      e.nuban_check_digit)
@@ -236,14 +276,14 @@ def load_curated() -> CuratedData:
                 raise ValueError(f"ng_nip_codes: CBN code {e.cbn_code} is not in ng_institutions")
             ng_nip[e.nip_code] = by_cbn[e.cbn_code]
             continue
-        inst = _institution(name=e.name, type=e.type, code=e.nip_code, country="NG", rails=["nip"])
+        inst = _institution(source=read.last, name=e.name, type=e.type, code=e.nip_code, country="NG", rails=["nip"])
         ng_nip[e.nip_code] = NigerianInstitution(inst, None, False)
-    ng_check = tuple(r for r in by_cbn.values() if r.check_digit)
     # The CBN's list adds the verified codes the curated lists lack, and says which codes
     # belong to institutions that merged or lost their licence.
     cbn_list = read_cbn_list()
-    as_of[cbn_list.dataset] = cbn_list.as_of
+    cbn_source = read.record(cbn_list.dataset, cbn_list.as_of)
     ng_inactive: dict[str, str] = {}
+    gone: dict[str, Institution] = {}
     for e in cbn_list.entries:
         for kind, code in ng_list_codes(e):
             index = ng_nuban if kind == "cbn" else ng_nip
@@ -251,20 +291,28 @@ def load_curated() -> CuratedData:
                 continue
             if e.status != "active":
                 ng_inactive.setdefault(code, inactive_detail(e))
+                gone.setdefault(code, ng_list_institution(e, cbn_source))
             else:
-                index[code] = NigerianInstitution(ng_list_institution(e), None, False)
+                index[code] = NigerianInstitution(ng_list_institution(e, cbn_source), None, False)
+    return _Nigeria(ng_nuban, ng_nip, by_cbn, ng_inactive, gone)
 
+
+def _ghana(read: _Reader) -> tuple[dict[str, Institution], dict[str, Institution]]:
+    """(by sort code, by 2-digit bank code)."""
     gh: dict[str, Institution] = {}
     gh_prefixes: dict[str, Institution] = {}
     for e in read("gh_banks.json", GhanaEntry):
-        inst = _institution(name=e.name, type=e.type, code=e.sort_code, country="GH", bic=e.bic,
+        inst = _institution(source=read.last, name=e.name, type=e.type, code=e.sort_code, country="GH", bic=e.bic,
                             rails=e.reachable_rails, external={"paystack": e.sort_code})
         _unique(gh, e.sort_code, inst, "gh_banks")
         if e.bank_prefix:
             if not e.sort_code.startswith(e.bank_prefix):
                 raise ValueError(f"gh_banks: {e.sort_code} is outside its bank prefix")
             _unique(gh_prefixes, e.bank_prefix, inst, "gh_banks")
+    return gh, gh_prefixes
 
+
+def _momo(read: _Reader) -> dict[tuple[str, str], MomoOperator]:
     momo: dict[tuple[str, str], MomoOperator] = {}
     for e in read("momo_operators.json", MomoEntry):
         if not is_country(e.country):
@@ -272,33 +320,59 @@ def load_curated() -> CuratedData:
         external = {name: e.country for name in e.name_resolvers}
         if e.paystack_code:
             external["paystack"] = e.paystack_code
-        inst = _institution(name=e.name, type=e.type, code=e.code, country=e.country,
+        inst = _institution(source=read.last, name=e.name, type=e.type, code=e.code, country=e.country,
                             rails=e.reachable_rails, external=external)
         for carrier in e.carriers:
             _unique(momo, (e.country, carrier), MomoOperator(e.country, inst, e.owns_numbering),
                     "momo_operators")
+    return momo
 
+
+def _sepa(read: _Reader) -> dict[str, SepaEntry]:
     sepa: dict[str, SepaEntry] = {}
     for e in read("sepa.json", SepaEntry):
         _unique(sepa, e.country, e, "sepa")
+    return sepa
 
+
+def _bics(read: _Reader, other: dict[str, tuple[str, ...]], merged: dict,
+          named_elsewhere: list[Institution]) -> dict[str, Institution]:
+    """BIC8 -> head office: `swift_bics.json`, then the head-office BICs the other curated
+    files name (the first one seen wins; a merged bank's BIC is not its successor's)."""
     bics: dict[str, Institution] = {}
     for e in read("swift_bics.json", SwiftEntry):
         _unique(bics, e.bic[:8], _institution(
-            name=e.name, type=e.type, code=e.bic, country=e.bic[4:6], bic=e.bic, city=e.city),
+            source=read.last, name=e.name, type=e.type, code=e.bic, country=e.bic[4:6], bic=e.bic, city=e.city),
             "swift_bics")
         if e.other_names:
             other[e.bic[:8]] = tuple(e.other_names)
-    # The other curated datasets name head-office BICs too; the first one seen wins.
-    for inst in [*ifsc.values(), *(r.institution for r in by_cbn.values()), *gh.values(),
-                 *(r.institution for r in ranges if r.institution)]:
+    for inst in named_elsewhere:
         if inst.bic and inst.bic[:8] not in bics and inst.code not in merged:
             bics[inst.bic[:8]] = inst
+    return bics
 
+
+@cache
+def load_curated() -> CuratedData:
+    """Read and index every curated file (cached: the files ship with the package)."""
+    read = _Reader()
+    routing = _routing_numbers(read)
+    ranges = _sort_code_ranges(read)
+    ifsc = _ifsc(read)
+    ng = _nigeria(read)
+    gh, gh_prefixes = _ghana(read)
+    momo = _momo(read)
+    sepa = _sepa(read)
+    other = dict(ifsc.other_names)
+    bics = _bics(read, other, ifsc.merged, [
+        *ifsc.banks.values(), *(r.institution for r in ng.by_cbn_code.values()), *gh.values(),
+        *(r.institution for r in ranges if r.institution)])
     return CuratedData(
-        as_of=as_of, bics=bics, other_names=other, ifsc_merged=merged, sepa=sepa, routing_numbers=routing,
-        sort_code_ranges=tuple(ranges), ifsc_banks=ifsc, ifsc_sublets=ifsc_sublets, ng_by_nuban_code=ng_nuban,
-        ng_by_nip_code=ng_nip, ng_check_digit_institutions=ng_check, ng_inactive=ng_inactive,
+        as_of=read.as_of, bics=bics, other_names=other, ifsc_merged=ifsc.merged, sepa=sepa,
+        routing_numbers=routing, sort_code_ranges=ranges, ifsc_banks=ifsc.banks,
+        ifsc_sublets=ifsc.sublets, ng_by_nuban_code=ng.by_nuban_code, ng_by_nip_code=ng.by_nip_code,
+        ng_check_digit_institutions=tuple(r for r in ng.by_cbn_code.values() if r.check_digit),
+        ng_inactive=ng.inactive, ng_inactive_institutions=ng.inactive_institutions,
         gh_banks=gh, gh_bank_prefixes=gh_prefixes,
         momo_operators=momo, momo_countries=frozenset(c for c, _ in momo),
     )

@@ -6,19 +6,32 @@ exactly one survivor is the rail, several give `ambiguous_identifier`, none `inv
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from heddle.errors import HeddleError
-from heddle.identify.rails import HANDLERS, RailHandler
+from heddle.identify.rails import HANDLERS, LookupContext, RailHandler
+from heddle.identify.schemas import Rail
+
+# The way sort codes are written in the UK (12-34-56); no other rail's codes are, so a code
+# written so is not read as a Ghanaian sort code or a Nigerian institution code.
+UK_WRITTEN_FORM = re.compile(r"[0-9]{2}-[0-9]{2}-[0-9]{2}", re.ASCII)
+_NOT_WRITTEN_SO = frozenset({Rail.GH_BANK, Rail.NUBAN})
 
 
-def serves(handler: RailHandler, country: str | None) -> bool:
-    return country is None or handler.countries is None or country in handler.countries
+def serves(handler: RailHandler, country: str | None, ctx: LookupContext) -> bool:
+    if country is None:
+        return True
+    countries = handler.served(ctx)
+    return countries is None or country in countries
 
 
-def detect(raw: str, country: str | None) -> tuple[RailHandler, Any]:
+def detect(raw: str, country: str | None, ctx: LookupContext) -> tuple[RailHandler, Any]:
     """The handler of the one rail `raw` can be, with its parsed identifier."""
-    shaped = [h for h in HANDLERS.values() if serves(h, country) and h.looks_like(raw, country)]
+    uk_written = UK_WRITTEN_FORM.fullmatch(raw.strip()) is not None
+    shaped = [h for h in HANDLERS.values()
+              if serves(h, country, ctx) and h.looks_like(raw, country, ctx)
+              and not (uk_written and h.rail in _NOT_WRITTEN_SO)]
     if not shaped:
         where = f" used in {country}" if country else ""
         raise HeddleError("invalid_identifier",

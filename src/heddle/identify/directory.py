@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -21,9 +22,11 @@ from sqlalchemy import func, select
 from heddle.db.base import Database
 from heddle.identify.bics import BicHolder, BicIndex, load_bic_index
 from heddle.identify.datasets import CuratedData, load_curated
-from heddle.identify.importers.ifsc_list import BranchList, load_branch_list
+from heddle.identify.ifsc_branches import BranchList, load_branch_list
+from heddle.identify.importers.gleif import SOURCE as GLEIF_SOURCE
+from heddle.identify.importers.gleif import mapping_notice
 from heddle.identify.models import DirectoryEntry
-from heddle.identify.schemas import Institution, Rail
+from heddle.identify.schemas import DataSource, Institution, Rail, Status, Successor
 from heddle.observability.logging import get_logger
 
 log = get_logger(__name__)
@@ -47,13 +50,41 @@ class DirectoryRecord:
         return tuple(dict.fromkeys((*own, *curated.reachable_rails)))
 
 
+def row_source(source: str, imported_at: dt.datetime | str | None, extra: dict) -> DataSource:
+    """An imported row's source: the date its publisher gave the file (`extra["as_of"]`, set
+    by `heddle identify refresh`), else the day it was imported; GLEIF's BIC-to-LEI rows carry
+    the mapping's licence notice."""
+    as_of = extra.get("as_of")
+    if isinstance(as_of, str):
+        day = dt.date.fromisoformat(as_of)
+    elif isinstance(imported_at, str):
+        day = dt.datetime.fromisoformat(imported_at).date()
+    elif imported_at is not None:
+        day = imported_at.date()
+    else:
+        day = dt.date.today()
+    notice = mapping_notice(day) if source == GLEIF_SOURCE and extra.get("lei") else None
+    return _source(sys.intern(source), day, notice)
+
+
+@functools.lru_cache(maxsize=256)
+def _source(name: str, as_of: dt.date, notice: str | None) -> DataSource:
+    return DataSource(name, as_of, notice)  # one object per (source, date): rows share it
+
+
 def record_from_row(rail: str, code: str, name: str, type_: str, bic: str | None, city: str | None,
-                    country: str, rails: list | None, extra: dict | None) -> DirectoryRecord:
+                    country: str, rails: list | None, extra: dict | None, source: str = "import",
+                    imported_at: dt.datetime | str | None = None) -> DirectoryRecord:
     extra = extra or {}
+    status = Status(extra.get("status", "active"))
+    successor = None
+    if extra.get("successor_lei") or extra.get("successor_name"):
+        successor = Successor(extra.get("successor_name"), extra.get("successor_lei"))
     institution = Institution(
         name=sys.intern(name), type=sys.intern(type_), code=code, country=sys.intern(country),
         bic=bic or None, city=sys.intern(city) if city else None,
         reachable_rails=tuple(sys.intern(str(r)) for r in (rails or ())),
+        source=row_source(source, imported_at, extra), status=status, successor=successor,
     )
     note = None
     if rail == Rail.ROUTING_NUMBER and extra.get("new_routing_number"):
@@ -142,7 +173,8 @@ class Directory:
         signature = signature or await self._table_signature(db)
         columns = (DirectoryEntry.rail, DirectoryEntry.code, DirectoryEntry.name,
                    DirectoryEntry.type, DirectoryEntry.bic, DirectoryEntry.city,
-                   DirectoryEntry.country, DirectoryEntry.reachable_rails, DirectoryEntry.extra)
+                   DirectoryEntry.country, DirectoryEntry.reachable_rails, DirectoryEntry.extra,
+                   DirectoryEntry.source, DirectoryEntry.imported_at)
         imported: dict[tuple[str, str], DirectoryRecord] = {}
         counts: dict[str, int] = {}
         gleif: list[tuple[Institution, str]] = []  # BIC-keyed rows: GLEIF's BIC-to-LEI file
@@ -151,10 +183,12 @@ class Directory:
             async for rail, code, *fields in result:
                 record = imported[(rail, code)] = record_from_row(rail, code, *fields)
                 counts[rail] = counts.get(rail, 0) + 1
-                lei = (fields[-1] or {}).get("lei")
+                lei = (fields[6] or {}).get("lei")
                 if rail == Rail.SWIFT and lei:
                     gleif.append((record.institution, lei))
-        self.bics = load_bic_index(self.curated, gleif)
+        # Some seconds of CPU for GLEIF's 20,000-40,000 rows (each name matched against the
+        # registry's spellings): in a thread, so the event loop keeps answering meanwhile.
+        self.bics = await asyncio.to_thread(load_bic_index, self.curated, gleif)
         self._imported, self._imported_counts, self._signature = imported, counts, signature
         self._checked_at = self._monotonic()
         log.info("identify.directory.refreshed", rows=len(imported))

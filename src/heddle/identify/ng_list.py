@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from heddle.identify.checkdigits import nuban_institution_code
-from heddle.identify.schemas import Institution
+from heddle.identify.schemas import DataSource, Institution, Status, Successor
 
 
 class CbnListEntry(BaseModel):
@@ -44,10 +44,15 @@ def read_cbn_list() -> CbnListFile:
     return CbnListFile.model_validate(json.loads(text))
 
 
-def institution(entry: CbnListEntry) -> Institution:
+def institution(entry: CbnListEntry, source: DataSource | None = None) -> Institution:
+    """The entry's institution; a merged one is `merged` (its successor named), a revoked one
+    `closed`."""
+    status = {"active": Status.ACTIVE, "merged": Status.MERGED}.get(entry.status, Status.CLOSED)
     return Institution(name=sys.intern(entry.name), type=sys.intern(entry.type),
                        code=entry.cbn_code or entry.nip_code or "", country="NG",
-                       reachable_rails=("nip",))
+                       reachable_rails=("nip",) if status is Status.ACTIVE else (), source=source,
+                       status=status,
+                       successor=Successor(entry.merged_into, None) if entry.merged_into else None)
 
 
 def codes(entry: CbnListEntry) -> list[tuple[str, str]]:

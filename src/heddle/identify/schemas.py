@@ -127,6 +127,40 @@ class IdentifyRequest(BaseModel):
         return compact
 
 
+class Status(StrEnum):
+    ACTIVE = "active"
+    MERGED = "merged"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class DataSource:
+    """Where an answer's data comes from: a shipped file (its dataset and date) or an import
+    (its source and the date its publisher gave it). `notice` is a licence notice that must
+    travel with the data (GLEIF's BIC-to-LEI mapping)."""
+
+    name: str
+    as_of: dt.date
+    notice: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "as_of": self.as_of.isoformat()}
+        if self.notice:
+            out["notice"] = self.notice
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Successor:
+    """The institution a merged or closed one's business went to, as its publisher names it."""
+
+    name: str | None
+    code: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in (("name", self.name), ("code", self.code)) if v}
+
+
 @dataclass(frozen=True, slots=True)
 class Institution:
     """A financial institution as one rail knows it."""
@@ -142,6 +176,9 @@ class Institution:
     external_codes: tuple[tuple[str, str], ...] = ()
     # The branch a code names, as its directory writes it (an IFSC names one branch).
     branch: str | None = None
+    source: DataSource | None = None
+    status: Status = Status.ACTIVE
+    successor: Successor | None = None
 
     def external_code(self, system: str) -> str | None:
         for name, code in self.external_codes:
@@ -162,6 +199,8 @@ class Institution:
             out["branch"] = self.branch
         if address:
             out["address"] = address
+        if self.source is not None:
+            out["source"] = self.source.to_dict()
         return out
 
 
@@ -191,6 +230,10 @@ class Identification:
     account: AccountInfo | None = None
     identified_at: dt.datetime | None = None
     detail: str | None = None
+    # A merged or closed institution's answer (`not_found`): what it became, and from where.
+    status: Status | None = None
+    successor: Successor | None = None
+    source: DataSource | None = None
 
     @property
     def billable(self) -> bool:
@@ -209,6 +252,12 @@ class Identification:
             out["account"] = self.account.to_dict()
         if identified and self.identified_at is not None:
             out["identified_at"] = format_timestamp(self.identified_at)
+        if self.status is not None:
+            out["status"] = self.status.value
+        if self.successor is not None:
+            out["successor"] = self.successor.to_dict()
+        if self.source is not None and not identified:  # an identified one's is its institution's
+            out["source"] = self.source.to_dict()
         if self.detail:
             out["detail"] = self.detail
         return out
@@ -231,6 +280,19 @@ class InstitutionAddress(ReadModel):
     country: str | None = Field(None, description="ISO 3166-1 alpha-2, when known.")
 
 
+class SourceOut(ReadModel):
+    name: str = Field(description="The shipped dataset or the imported source (e.g. `gleif`, `fedach`).")
+    as_of: str = Field(json_schema_extra={"format": "date"},
+                       description="The date of the data: the shipped file's, or the publisher's for an import.")
+    notice: str | None = Field(
+        None, description="A licence notice that must accompany the data (GLEIF's BIC-to-LEI mapping).")
+
+
+class SuccessorOut(ReadModel):
+    name: str | None = None
+    code: str | None = Field(None, description="Its code where the publisher gives one (an LEI, a bank code).")
+
+
 class IdentifiedInstitution(ReadModel):
     name: str
     type: str = Field(examples=["bank"])
@@ -240,6 +302,7 @@ class IdentifiedInstitution(ReadModel):
         None, description="The branch the code names, as its directory writes it (IFSC), when known."
     )
     address: InstitutionAddress | None = Field(None, description="Omitted when nothing is known.")
+    source: SourceOut | None = Field(None, description="Where this record comes from, and how current it is.")
 
 
 class AccountHolder(ReadModel):
@@ -280,4 +343,10 @@ class IdentifyResult(ReadModel):
     identified_at: str | None = Field(
         None, json_schema_extra={"format": "date-time"}, description="Present only when `identified`."
     )
+    status: Status | None = Field(
+        None, description="`active` when identified; `merged` or `closed` (then `not_found`, not billed) when "
+        "the code's institution no longer exists as such.")
+    successor: SuccessorOut | None = Field(
+        None, description="Who took over a merged or closed institution, when known.")
+    source: SourceOut | None = Field(None, description="For a merged or closed institution: where that comes from.")
     detail: str | None = Field(None, description="Why the result is not `identified`, when known.")

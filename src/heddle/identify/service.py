@@ -23,6 +23,7 @@ from heddle.identify.schemas import (
     IdentifyRequest,
     NameResolutionStatus,
     ResultKind,
+    Status,
 )
 from heddle.observability.logging import get_logger
 
@@ -58,16 +59,20 @@ class IdentifyService:
             institution=outcome.institution if identified else None,
             reachable_rails=outcome.reachable_rails if identified else (),
             account=account, identified_at=now if identified else None, detail=outcome.detail,
+            # Only an active institution is identified (docs/identify.md, "Billing").
+            status=Status.ACTIVE if identified else outcome.status,
+            successor=None if identified else outcome.successor,
+            source=None if identified else outcome.source,
         )
 
     def _lookup(self, raw: str, request: IdentifyRequest, now: dt.datetime) -> RailOutcome:
         ctx = LookupContext(self.directory, now.date())
         if request.rail is None:
-            handler, parsed = detect(raw, request.country)
+            handler, parsed = detect(raw, request.country, ctx)
         else:
             handler = HANDLERS[request.rail]
-            if not serves(handler, request.country):
-                covered = ", ".join(sorted(handler.countries or ()))
+            if not serves(handler, request.country, ctx):
+                covered = ", ".join(sorted(handler.served(ctx) or ()))
                 return RailOutcome(ResultKind.UNSUPPORTED, handler.rail,
                                    detail=f"The {handler.rail.value} rail covers {covered} only.")
             parsed = handler.parse(raw, request.country)

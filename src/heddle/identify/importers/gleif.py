@@ -2,10 +2,14 @@
 
 GLEIF publishes the relationship file with SWIFT every month (CSV, columns `LEI,BIC`) and the
 LEI records (legal names) in its golden copy (LEI-CDF, CSV with `LEI` and `Entity.LegalName`
-columns, usually zipped); both are free of charge under CC0 1.0. This is the only open
-BIC-keyed source: bank-code registries map bank codes to BICs, which says who routes through
-a BIC, not who holds it (see heddle.identify.bics). Heddle ships none of its rows; an operator
-downloads both files from GLEIF and runs
+columns, usually zipped). The LEI records are CC0 1.0; the relationship file is published under
+SWIFT's "BIC/LEI Mapping Table License Agreement": free for any use, on condition that every
+copy, in whole or in part, carries SWIFT's notice with the mapping's month (`mapping_notice`).
+Heddle stores that month with every row and serves the notice with every answer taken from the
+mapping. This is the only open BIC-keyed source: bank-code registries map bank codes to BICs,
+which says who routes through a BIC, not who holds it (see heddle.identify.bics). Heddle ships
+none of its rows; an operator runs `heddle identify refresh --source gleif`, or downloads both
+files from GLEIF and runs
 
     heddle identify import lei-bic.csv --format gleif-bic-lei --names LEI-CDF.csv.zip
 
@@ -25,6 +29,7 @@ import re
 import sys
 import zipfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from heddle.identify.importers.base import (
@@ -42,11 +47,22 @@ _NAME_COLUMNS = ("Entity.LegalName", "LegalName")
 SOURCE = "gleif"
 _NAME_LIMIT = 300  # identify_directory.name
 LICENCE = (
-    "CC0-1.0: GLEIF publishes LEI data and the BIC-to-LEI relationship files free of "
-    "charge under Creative Commons CC0 1.0 (no rights reserved); no notice is required. "
-    "Attribution kept as a courtesy: 'Source: GLEIF, BIC-to-LEI relationship file, with "
-    "SWIFT'."
+    "LEI records: CC0 1.0 (GLEIF). BIC-to-LEI relationships: SWIFT's BIC/LEI Mapping Table "
+    "License Agreement, which requires its notice, with the mapping's month, on every copy in "
+    "whole or in part (see `notice`)."
 )
+
+
+def mapping_notice(as_of: dt.date) -> str:
+    """SWIFT's notice for a copy of the BIC-to-LEI mapping of `as_of`'s month, word for word
+    as the BIC/LEI Mapping Table License Agreement gives it."""
+    return (
+        f"SWIFT \u00a9 and database rights {as_of.strftime('%B %Y')}. All rights reserved. This "
+        "Mapping Table has been developed by SWIFT. Any use of the Mapping Table, in whole or in "
+        "part, is subject to the BIC/LEI Mapping Table License Agreement as published with the "
+        "Mapping Table available on GLEIF's website. The Mapping Table is updated monthly. For "
+        "the latest BIC information and updates, always refer to www.swift.com/bic."
+    )
 
 
 def lei_check_digits_ok(lei: str) -> bool:
@@ -155,29 +171,98 @@ def type_of(legal_name: str) -> str:
     return next((kind for phrase, kind in _TYPE_WORDS if phrase in folded), "bank")
 
 
+@dataclass(frozen=True, slots=True)
+class LeiRecord:
+    """What Heddle keeps of an LEI record: its legal name, whether the entity still exists
+    (`active`, `merged`, `closed`), and its successor where GLEIF names one."""
+
+    name: str
+    status: str = "active"
+    successor_lei: str | None = None
+    successor_name: str | None = None
+
+
+# Registration statuses whose LEI says nothing reliable about who holds a BIC.
+_VOID_REGISTRATIONS = frozenset({"ANNULLED", "DUPLICATE"})
+
+
+def entity_status(entity_status: str, registration_status: str, expiration_reason: str,
+                  has_successor: bool) -> str | None:
+    """`active`, `merged` or `closed` from GLEIF's entity and registration statuses; None for
+    an annulled or duplicate LEI. A lapsed LEI (not renewed) is still an active entity."""
+    registration = registration_status.upper()
+    if registration in _VOID_REGISTRATIONS:
+        return None
+    gone = entity_status.upper() == "INACTIVE" or registration in {"RETIRED", "MERGED"}
+    if not gone:
+        return "active"
+    if has_successor or registration == "MERGED" or expiration_reason.upper() == "CORPORATE_ACTION":
+        return "merged"
+    return "closed"
+
+
+def read_api_records(document: dict) -> dict[str, LeiRecord | None]:
+    """LEI -> record from one page of GLEIF's API (`/api/v1/lei-records`, JSON:API); None for
+    an LEI whose record is void (annulled, duplicate). Raises ImportFormatError when the page
+    is not such a document."""
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, list):
+        raise ImportFormatError(0, "GLEIF's LEI records answer is not a JSON:API list (no `data` array)")
+    out: dict[str, LeiRecord | None] = {}
+    for item in data:
+        attributes = item.get("attributes") if isinstance(item, dict) else None
+        if not isinstance(attributes, dict):
+            raise ImportFormatError(0, "an LEI record without `attributes`")
+        lei = str(attributes.get("lei") or item.get("id") or "").upper()
+        entity = attributes.get("entity") or {}
+        registration = attributes.get("registration") or {}
+        name = " ".join(str((entity.get("legalName") or {}).get("name") or "").split())
+        successor = entity.get("successorEntity") or next(iter(entity.get("successorEntities") or []), None) or {}
+        successor_lei = successor.get("lei") or None
+        successor_name = successor.get("name") or None
+        status = entity_status(str(entity.get("status") or ""), str(registration.get("status") or ""),
+                               str((entity.get("expiration") or {}).get("reason") or ""),
+                               bool(successor_lei or successor_name))
+        if not lei or not name:
+            continue
+        out[lei] = None if status is None else LeiRecord(name, status, successor_lei, successor_name)
+    return out
+
+
 def parse_gleif_bic_lei(data: bytes, names: Path) -> ParsedRows:
     """`swift` rows from the relationship file `data`, named from the LEI records at `names`."""
     relationships, bad = read_relationships(data)
     yield from bad
     legal_names = read_names(names, {lei for lei, _ in relationships.values()})
+    yield from mapping_rows(relationships, {lei: LeiRecord(name) for lei, name in legal_names.items()})
+
+
+def mapping_rows(relationships: dict[str, tuple[str, int]], records: dict[str, LeiRecord | None],
+                 as_of: dt.date | None = None) -> ParsedRows:
+    """A `swift` row per BIC, named from its LEI's record; `as_of` (the mapping's date) is
+    kept with every row, as the licence notice names it."""
     for bic, (lei, line) in sorted(relationships.items(), key=lambda item: item[1][1]):
-        name = legal_names.get(lei)
-        if name is None:
-            yield BadRow(line, f"LEI {lei} of {bic} has no legal name in the names file")
+        if lei in records and records[lei] is None:
+            yield BadRow(line, f"LEI {lei} of {bic} is annulled or a duplicate")
             continue
-        if len(name) > _NAME_LIMIT:
+        record = records.get(lei)
+        if record is None:
+            yield BadRow(line, f"LEI {lei} of {bic} has no legal name in GLEIF's LEI records")
+            continue
+        if len(record.name) > _NAME_LIMIT:
             yield BadRow(line, f"the legal name of LEI {lei} is longer than {_NAME_LIMIT} characters")
             continue
-        yield DirectoryRow(
-            rail="swift",
-            code=bic,
-            name=name,
-            type=type_of(name),
-            country=bic[4:6],
-            source=SOURCE,
-            bic=bic,
-            extra={"lei": lei},
-        )
+        extra: dict[str, str] = {"lei": lei}
+        if as_of is not None:
+            extra["as_of"] = as_of.isoformat()
+        if record.status != "active":
+            extra["status"] = record.status
+        if record.successor_lei:
+            extra["successor_lei"] = record.successor_lei
+        if record.successor_name:
+            extra["successor_name"] = record.successor_name
+        yield DirectoryRow(rail="swift", code=bic, name=record.name, type=type_of(record.name),
+                           country=bic[4:6], source=SOURCE, bic=bic, extra=extra)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -197,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "as_of": args.as_of.isoformat(),
         "licence": LICENCE,
+        "notice": mapping_notice(args.as_of),
         "bics": {r.code: r.extra["lei"] for r in rows},
         "leis": {r.extra["lei"]: r.name for r in rows},
         "bad_rows": [b.to_dict() for b in bad],

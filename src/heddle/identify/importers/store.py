@@ -17,7 +17,7 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from heddle.db.base import Database, utcnow
@@ -38,6 +38,7 @@ class ImportSummary:
     bad_rows: int = 0
     bad_examples: list[BadRow] = field(default_factory=list)
     rail: str | None = None
+    removed: int = 0  # rows of the replaced source that its new file no longer lists
 
 
 class TooManyBadRows(ImportFormatError):
@@ -51,8 +52,13 @@ class TooManyBadRows(ImportFormatError):
 
 
 async def import_rows(db: Database, parsed: Iterable[DirectoryRow | BadRow], *,
-                      max_bad_rows: int, now: dt.datetime | None = None) -> ImportSummary:
+                      max_bad_rows: int, now: dt.datetime | None = None,
+                      replace_source: str | None = None) -> ImportSummary:
     """Stream `parsed` into the directory in one transaction (see the module docstring).
+
+    With `replace_source`, that source's rows of the rail that the file no longer lists are
+    deleted in the same transaction (a refresh: the publisher's file is the whole list), so the
+    old rows answer until the new ones are committed.
 
     Raises `TooManyBadRows` past `max_bad_rows`, `ImportFormatError` for an unusable file or
     one with no good row; in both cases nothing is written."""
@@ -86,7 +92,13 @@ async def import_rows(db: Database, parsed: Iterable[DirectoryRow | BadRow], *,
             summary.rows += len(chunk)
         if summary.rows == 0:
             raise ImportFormatError(0, "the file holds no usable rows")
-        summary.inserted = await _count(session, summary.rail) - (before or 0)
+        if replace_source is not None:
+            table = DirectoryEntry.__table__
+            result = await session.execute(delete(table).where(
+                table.c.rail == summary.rail, table.c.source == replace_source,
+                table.c.imported_at < imported_at))
+            summary.removed = result.rowcount or 0
+        summary.inserted = await _count(session, summary.rail) - (before or 0) + summary.removed
     summary.updated = summary.rows - summary.inserted
     return summary
 
@@ -166,3 +178,29 @@ async def imported_codes(db: Database) -> dict[str, set[str]]:
         async for rail, code in result:
             codes.setdefault(rail, set()).add(code)
     return codes
+
+
+async def source_codes(db: Database, source: str) -> set[str]:
+    """The codes a source's last import wrote."""
+    async with db.session() as session:
+        return set((await session.execute(
+            select(DirectoryEntry.code).where(DirectoryEntry.source == source))).scalars())
+
+
+async def imported_sources(db: Database) -> dict[str, dict]:
+    """Per imported source: its rows, its data's date (`as_of`: the publisher's date a refresh
+    recorded, else the latest import day) and when it was last imported."""
+    out: dict[str, dict] = {}
+    async with db.streaming_session() as session:
+        result = await session.stream(
+            select(DirectoryEntry.source, DirectoryEntry.imported_at, DirectoryEntry.extra)
+            .execution_options(yield_per=5000))
+        async for source, imported_at, extra in result:
+            if isinstance(imported_at, str):
+                imported_at = dt.datetime.fromisoformat(imported_at)
+            as_of = (extra or {}).get("as_of") or imported_at.date().isoformat()
+            entry = out.setdefault(source, {"rows": 0, "as_of": as_of, "imported_at": imported_at})
+            entry["rows"] += 1
+            entry["as_of"] = max(entry["as_of"], as_of)
+            entry["imported_at"] = max(entry["imported_at"], imported_at)
+    return out

@@ -6,24 +6,25 @@ from typing import ClassVar
 
 from heddle.identify.checkdigits import is_digits
 from heddle.identify.rails.base import (
+    FixedCountries,
     LookupContext,
     RailOutcome,
     compact,
     digits_account,
-    identified,
+    find_code,
+    found,
     invalid,
     not_found,
 )
-from heddle.identify.rails.sort_code import UK_WRITTEN_FORM
 from heddle.identify.schemas import Rail
 
 
-class GhanaBankRail:
+class GhanaBankRail(FixedCountries):
     rail: ClassVar[Rail] = Rail.GH_BANK
     countries: ClassVar[frozenset[str] | None] = frozenset({"GH"})
 
-    def looks_like(self, raw: str, country: str | None) -> bool:
-        return is_digits(compact(raw), 6) and not UK_WRITTEN_FORM.fullmatch(raw.strip())
+    def looks_like(self, raw: str, country: str | None, ctx: LookupContext) -> bool:
+        return is_digits(compact(raw), 6)
 
     def parse(self, raw: str, country: str | None) -> str:
         code = compact(raw)
@@ -34,13 +35,9 @@ class GhanaBankRail:
     def lookup(self, code: str, account_number: str | None, ctx: LookupContext) -> RailOutcome:
         # Ghanaian account numbers vary by bank (commonly 10 to 16 digits); 8 to 20 are accepted.
         account = digits_account(self.rail, account_number, range(8, 21), "A Ghanaian account number")
-        record = ctx.directory.imported(self.rail, code)
-        curated = ctx.directory.curated.gh_banks.get(code)
-        if record is not None:
-            return identified(self.rail, record.institution, rails=record.rails_with(curated),
-                              account_number=account)
-        if curated is not None:
-            return identified(self.rail, curated, account_number=account)
+        hit = find_code(ctx, self.rail, code, ctx.directory.curated.gh_banks.get(code))
+        if hit is not None:
+            return found(self.rail, hit, account_number=account)
         bank = ctx.directory.curated.gh_bank_prefixes.get(code[:2])
         if bank is not None:
             return not_found(self.rail, f"Sort code {code} is in the range of {bank.name} "

@@ -4,9 +4,11 @@ bank registry; SEPA reachability from the curated `sepa.json`."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import warnings
 from functools import lru_cache
+from importlib import metadata
 from typing import ClassVar
 
 from schwifty import BIC, IBAN
@@ -21,6 +23,7 @@ from schwifty.exceptions import (
 
 from heddle.identify.bics import BicHolder, canonical, names_agree, registry_entries
 from heddle.identify.rails.base import (
+    FixedCountries,
     LookupContext,
     RailOutcome,
     compact,
@@ -31,12 +34,22 @@ from heddle.identify.rails.base import (
     unsupported,
 )
 from heddle.identify.rails.sort_code import clearing_range, lookup_sort_code
-from heddle.identify.schemas import Institution, Rail
+from heddle.identify.schemas import DataSource, Institution, Rail
 
 # Countries whose national check digits schwifty cannot verify are still valid IBANs.
 warnings.filterwarnings("ignore", category=NationalChecksumNotVerified)
 
 _SHAPE = re.compile(r"[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}", re.ASCII)
+
+
+def _registry_source() -> DataSource:
+    """schwifty's bank registries, dated by its calendar version (2026.10.1: October 2026)."""
+    version = metadata.version("schwifty")
+    year, month, *_ = (int(part) for part in version.split(".")[:2])
+    return DataSource(f"schwifty {version}", dt.date(year, month, 1))
+
+
+REGISTRY_SOURCE = _registry_source()
 _REGISTRY_COUNTRIES = frozenset(schwifty_registry.get_countries())
 
 
@@ -56,11 +69,11 @@ def _bic_of(country: str, lookup_key: str) -> str | None:
     return code[:8] if code.endswith("XXX") else code  # XXX is the head office's 8-char BIC
 
 
-class IbanRail:
+class IbanRail(FixedCountries):
     rail: ClassVar[Rail] = Rail.IBAN
     countries: ClassVar[frozenset[str] | None] = None
 
-    def looks_like(self, raw: str, country: str | None) -> bool:
+    def looks_like(self, raw: str, country: str | None, ctx: LookupContext) -> bool:
         return bool(_SHAPE.fullmatch(compact(raw)))
 
     def parse(self, raw: str, country: str | None) -> IBAN:
@@ -97,7 +110,7 @@ class IbanRail:
                              country=country, account_number=account_number)
         bic = _bic_of(country, bank.bank_code)  # a registry bank's code is its lookup key
         institution = Institution(name=bank.name, type="bank", code=iban.bank_code,
-                                  country=country, bic=bic)
+                                  country=country, bic=bic, source=REGISTRY_SOURCE)
         if bic is not None:
             holder, _ = ctx.directory.bic_holder(bic)
             if holder is not None:

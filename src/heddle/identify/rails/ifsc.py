@@ -14,25 +14,31 @@ from typing import ClassVar
 
 from heddle.identify.datasets import branch_shape
 from heddle.identify.rails.base import (
+    FixedCountries,
     LookupContext,
     RailOutcome,
     compact,
     digits_account,
+    find_code,
+    found,
     identified,
     invalid,
     not_found,
 )
-from heddle.identify.schemas import Rail
+from heddle.identify.rails.base import (
+    gone as gone_answer,
+)
+from heddle.identify.schemas import Rail, Status, Successor
 
 _IFSC = re.compile(r"[A-Z]{4}0[A-Z0-9]{6}", re.ASCII)
 _SHAPE = re.compile(r"[A-Z]{4}[A-Z0-9]{7}", re.ASCII)
 
 
-class IfscRail:
+class IfscRail(FixedCountries):
     rail: ClassVar[Rail] = Rail.IFSC
     countries: ClassVar[frozenset[str] | None] = frozenset({"IN"})
 
-    def looks_like(self, raw: str, country: str | None) -> bool:
+    def looks_like(self, raw: str, country: str | None, ctx: LookupContext) -> bool:
         code = compact(raw)
         return bool(_SHAPE.fullmatch(code)) and code[4] == "0"
 
@@ -54,6 +60,12 @@ class IfscRail:
         # One search of the shipped list answers both "is it withdrawn?" and "which branch?".
         shipped = ctx.directory.ifsc_branches.branch(code)
         gone = _withdrawn(code, record is not None or shipped is not None, ctx)
+        if gone is not None and code[:4] in curated.ifsc_merged:
+            heir_code, _ = curated.ifsc_merged[code[:4]]
+            heir = curated.ifsc_banks.get(heir_code)
+            former = dataclasses.replace(curated.ifsc_banks[code[:4]], status=Status.MERGED,
+                                         successor=Successor(heir.name if heir else None, heir_code))
+            return gone_answer(self.rail, former, gone, country="IN", account_number=account)
         if gone is not None:
             return not_found(self.rail, gone, country="IN", account_number=account)
         # A sub-member code belongs to the bank that leases it, whatever its first four
@@ -81,30 +93,26 @@ class IfscRail:
                 country="IN",
                 account_number=account,
             )
-        if record is not None:
-            branch = record.institution
-            # Imported rows win for the branch, city and rails; the bank fills the BIC and
-            # type, and names the holder of a sub-member code.
-            institution = dataclasses.replace(
-                branch,
-                bic=branch.bic or (bank.bic if bank else None),
-                type=bank.type if bank else branch.type,
-                name=holder.name if holder else branch.name,
-                branch=record.branch,
-            )
-            return identified(self.rail, institution, rails=record.rails_with(bank), account_number=account)
-        if bank is None:
+        # Imported rows win for the branch, city and rails; the bank fills the BIC and type,
+        # and names the holder of a sub-member code.
+        hit = find_code(ctx, self.rail, code, bank, merge=lambda row, bank: dataclasses.replace(
+            row, bic=row.bic or bank.bic, type=bank.type, name=holder.name if holder else row.name))
+        if hit is None:
             return not_found(
                 self.rail,
                 f"No bank with IFSC bank code {code[:4]} is in the directory.",
                 country="IN",
                 account_number=account,
             )
+        if hit.record is not None:
+            institution = dataclasses.replace(hit.institution, branch=hit.record.branch)
+            return found(self.rail, dataclasses.replace(hit, institution=institution), account_number=account)
         # The holder of a sub-member code, or the bank the first four letters name (it leases
         # no codes of this shape); the shipped list adds the branch, its city and its rails.
         if shipped is None:
             return identified(self.rail, dataclasses.replace(bank, code=code), account_number=account)
-        institution = dataclasses.replace(bank, code=code, branch=shipped.name, city=shipped.city or bank.city)
+        institution = dataclasses.replace(bank, code=code, branch=shipped.name, city=shipped.city or bank.city,
+                                          source=ctx.directory.ifsc_branches.source)
         return identified(self.rail, institution, rails=shipped.rails, account_number=account)
 
 

@@ -12,7 +12,6 @@ import phonenumbers
 from phonenumbers import PhoneMetadata, PhoneNumber, PhoneNumberFormat, PhoneNumberType, carrier
 
 from heddle.identify.checkdigits import is_digits
-from heddle.identify.datasets import load_curated
 from heddle.identify.rails.base import (
     LookupContext,
     RailOutcome,
@@ -47,11 +46,10 @@ def _international(digits: str) -> PhoneNumber | None:
 class MomoRail:
     rail: ClassVar[Rail] = Rail.MOMO
 
-    @property
-    def countries(self) -> frozenset[str]:  # type: ignore[override]
-        return load_curated().momo_countries
+    def served(self, ctx: LookupContext) -> frozenset[str]:
+        return ctx.directory.curated.momo_countries
 
-    def looks_like(self, raw: str, country: str | None) -> bool:
+    def looks_like(self, raw: str, country: str | None, ctx: LookupContext) -> bool:
         text = compact(raw)
         if text.startswith("+"):
             return is_digits(text[1:]) and 7 <= len(text) - 1 <= 15
@@ -62,7 +60,8 @@ class MomoRail:
         # A number in national form (trunk prefix 0) without `country`: plausible when some
         # covered country reads it as a mobile number (detection then asks for `country`).
         return text.startswith("0") and any(
-            _is_mobile(_parse(text, region)) for region in _regions_for_length(len(text)))
+            _is_mobile(_parse(text, region))
+            for region in _regions_for_length(ctx.directory.curated.momo_countries, len(text)))
 
     def parse(self, raw: str, country: str | None) -> PhoneNumber:
         text = compact(raw)
@@ -127,11 +126,11 @@ class MomoRail:
 
 
 @cache
-def _regions_for_length(length: int) -> tuple[str, ...]:
+def _regions_for_length(covered: frozenset[str], length: int) -> tuple[str, ...]:
     """Covered countries where a mobile number written nationally has `length` digits (the
     trunk prefix included), so detection parses only where the number could fit."""
     regions = []
-    for region in sorted(load_curated().momo_countries):
+    for region in sorted(covered):
         metadata = PhoneMetadata.metadata_for_region(region)
         if metadata is None or metadata.mobile is None:
             continue

@@ -19,15 +19,16 @@ from heddle.identify.checkdigits import (
 )
 from heddle.identify.datasets import NigerianInstitution
 from heddle.identify.rails.base import (
+    FixedCountries,
     LookupContext,
     RailOutcome,
     compact,
     digits_account,
+    gone,
     identified,
     invalid,
     not_found,
 )
-from heddle.identify.rails.sort_code import UK_WRITTEN_FORM
 from heddle.identify.schemas import Rail
 
 
@@ -40,14 +41,13 @@ class NubanIdentifier:
     may_be_nip: bool = False
 
 
-class NubanRail:
+class NubanRail(FixedCountries):
     rail: ClassVar[Rail] = Rail.NUBAN
     countries: ClassVar[frozenset[str] | None] = frozenset({"NG"})
 
-    def looks_like(self, raw: str, country: str | None) -> bool:
+    def looks_like(self, raw: str, country: str | None, ctx: LookupContext) -> bool:
         code = compact(raw)
-        return (is_digits(code) and len(code) in (3, 5, 6, 10)
-                and not UK_WRITTEN_FORM.fullmatch(raw.strip()))
+        return is_digits(code) and len(code) in (3, 5, 6, 10)
 
     def parse(self, raw: str, country: str | None) -> NubanIdentifier:
         code = compact(raw)
@@ -72,8 +72,9 @@ class NubanRail:
         if conflict is not None:
             return not_found(self.rail, conflict, country="NG", account_number=account)
         if record is None and parsed.institution_code in ctx.directory.curated.ng_inactive:
-            return not_found(self.rail, ctx.directory.curated.ng_inactive[parsed.institution_code],
-                             country="NG", account_number=account)
+            code = parsed.institution_code
+            return gone(self.rail, ctx.directory.curated.ng_inactive_institutions[code],
+                        ctx.directory.curated.ng_inactive[code], country="NG", account_number=account)
         if record is None:
             return not_found(self.rail, f"No Nigerian institution with code "
                                         f"{parsed.institution_code} is in the directory.",

@@ -3,19 +3,21 @@ Reserve routing symbol (first two digits) that is actually assigned."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar
 
 from stdnum.us import rtn
 
 from heddle.identify.checkdigits import is_digits
 from heddle.identify.rails.base import (
+    FixedCountries,
     LookupContext,
     RailOutcome,
     compact,
     digits_account,
-    identified,
+    find_code,
+    found,
     invalid,
+    keep_curated_type,
     not_found,
 )
 from heddle.identify.schemas import Rail
@@ -28,11 +30,11 @@ _ASSIGNED_PREFIXES = frozenset(
 )
 
 
-class RoutingNumberRail:
+class RoutingNumberRail(FixedCountries):
     rail: ClassVar[Rail] = Rail.ROUTING_NUMBER
     countries: ClassVar[frozenset[str] | None] = frozenset({"US"})
 
-    def looks_like(self, raw: str, country: str | None) -> bool:
+    def looks_like(self, raw: str, country: str | None, ctx: LookupContext) -> bool:
         return is_digits(compact(raw), 9)
 
     def parse(self, raw: str, country: str | None) -> str:
@@ -48,18 +50,12 @@ class RoutingNumberRail:
 
     def lookup(self, number: str, account_number: str | None, ctx: LookupContext) -> RailOutcome:
         account = digits_account(self.rail, account_number, range(4, 18), "A US account number")
-        record = ctx.directory.imported(self.rail, number)
-        curated = ctx.directory.curated.routing_numbers.get(number)
-        if record is not None:
-            # Imported FedACH rows win for name and city; curated rails are added to theirs,
-            # and the curated type is kept (FedACH does not say what kind of institution it is).
-            institution = record.institution
-            if curated is not None:
-                institution = dataclasses.replace(institution, type=curated.type)
-            return identified(self.rail, institution, rails=record.rails_with(curated),
-                              account_number=account, detail=record.note)
-        if curated is not None:
-            return identified(self.rail, curated, account_number=account)
+        # Imported FedACH rows win for name and city; curated rails are added to theirs, and
+        # the curated type is kept (FedACH does not say what kind of institution it is).
+        hit = find_code(ctx, self.rail, number, ctx.directory.curated.routing_numbers.get(number),
+                        merge=keep_curated_type)
+        if hit is not None:
+            return found(self.rail, hit, account_number=account)
         return not_found(self.rail, "The routing number is valid, but no institution with it is in "
                                     "the directory; import the FedACH directory to cover every bank.",
                          country="US", account_number=account)

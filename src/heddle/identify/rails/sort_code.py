@@ -11,7 +11,6 @@ names the clearing bank.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -19,19 +18,20 @@ from heddle.identify import uk_modulus
 from heddle.identify.checkdigits import is_digits
 from heddle.identify.datasets import SortCodeRange
 from heddle.identify.rails.base import (
+    FixedCountries,
     LookupContext,
     RailOutcome,
     compact,
     digits_account,
+    find_code,
     identified,
     invalid,
+    keep_curated_type,
     not_found,
 )
 from heddle.identify.schemas import Institution, Rail
 
 COUNTRIES = frozenset({"GB", "GG", "JE", "IM"})  # Crown Dependencies use UK sort codes
-# The way sort codes are written in the UK (12-34-56); no other rail's codes are.
-UK_WRITTEN_FORM = re.compile(r"[0-9]{2}-[0-9]{2}-[0-9]{2}", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,17 +46,13 @@ def written(code: str) -> str:
 
 def lookup_sort_code(code: str, ctx: LookupContext) -> SortCodeMatch | None:
     """The institution holding a sort code, from evidence for that code only; else None."""
-    record = ctx.directory.imported(Rail.SORT_CODE, code)
     entry = _most_specific(code, ctx)
     curated = entry.institution if entry is not None and entry.evidence else None
-    if record is not None:
-        institution = record.institution
-        if curated is not None:  # the directory does not say which kind of institution
-            institution = dataclasses.replace(institution, type=curated.type)
-        return SortCodeMatch(institution, record.rails_with(curated))
-    if curated is None:
-        return None
-    return SortCodeMatch(dataclasses.replace(curated, code=code), curated.reachable_rails)
+    # The directory (EISCD) does not say which kind of institution: the curated type is kept.
+    hit = find_code(ctx, Rail.SORT_CODE, code,
+                    dataclasses.replace(curated, code=code) if curated is not None else None,
+                    merge=keep_curated_type)
+    return None if hit is None else SortCodeMatch(hit.institution, hit.rails)
 
 
 def clearing_range(code: str, ctx: LookupContext) -> SortCodeRange | None:
@@ -82,11 +78,11 @@ def _holder(match: SortCodeMatch | None, entry: SortCodeRange | None) -> uk_modu
     return None
 
 
-class SortCodeRail:
+class SortCodeRail(FixedCountries):
     rail: ClassVar[Rail] = Rail.SORT_CODE
     countries: ClassVar[frozenset[str] | None] = COUNTRIES
 
-    def looks_like(self, raw: str, country: str | None) -> bool:
+    def looks_like(self, raw: str, country: str | None, ctx: LookupContext) -> bool:
         return is_digits(compact(raw), 6)
 
     def parse(self, raw: str, country: str | None) -> str:

@@ -12,14 +12,16 @@ from schwifty.exceptions import InvalidCountryCode, SchwiftyException
 
 from heddle.identify.bics import describe_entries, registry_entries
 from heddle.identify.rails.base import (
+    FixedCountries,
     LookupContext,
     RailOutcome,
     compact,
+    gone,
     identified,
     invalid,
     not_found,
 )
-from heddle.identify.schemas import BANKING_COUNTRIES, Rail
+from heddle.identify.schemas import BANKING_COUNTRIES, Institution, Rail, Status
 
 _BIC = re.compile(r"[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}(?:[A-Z0-9]{3})?", re.ASCII)
 # Country codes SWIFT uses that are not (yet) ISO 3166-1 alpha-2: XK, Kosovo (user-assigned).
@@ -27,11 +29,11 @@ SWIFT_EXTRA_COUNTRIES = BANKING_COUNTRIES
 _SHAPE = re.compile(r"[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?", re.ASCII)
 
 
-class SwiftRail:
+class SwiftRail(FixedCountries):
     rail: ClassVar[Rail] = Rail.SWIFT
     countries: ClassVar[frozenset[str] | None] = None
 
-    def looks_like(self, raw: str, country: str | None) -> bool:
+    def looks_like(self, raw: str, country: str | None, ctx: LookupContext) -> bool:
         return bool(_SHAPE.fullmatch(compact(raw)))
 
     def parse(self, raw: str, country: str | None) -> str:
@@ -60,6 +62,9 @@ class SwiftRail:
         if holder is None:
             return not_found(self.rail, _unknown_detail(bic), country=country,
                              account_number=account_number)
+        if holder.institution.status is not Status.ACTIVE:
+            return gone(self.rail, holder.institution, _gone_detail(bic, holder.institution),
+                        country=country, account_number=account_number)
         # A branch BIC not listed on its own is its BIC8's institution (ISO 9362: the branch
         # code names a branch of the institution the first 8 characters identify).
         institution = dataclasses.replace(holder.institution, code=bic, bic=bic,
@@ -69,6 +74,17 @@ class SwiftRail:
         connected = bic[7] not in "01"
         return identified(self.rail, institution, rails=("swift",) if connected else (),
                           account_number=account_number)
+
+
+def _gone_detail(bic: str, institution: Institution) -> str:
+    what = "merged into another institution" if institution.status is Status.MERGED else "closed"
+    after = ""
+    if institution.successor is not None:
+        heir = institution.successor
+        named = heir.name or "its successor"
+        after = f"; its successor is {named}" + (f" (LEI {heir.code})" if heir.code else "")
+    return (f"{bic} belongs to {institution.name}, which GLEIF's LEI records say has {what}{after}. "
+            "Ask the payee for their bank's current BIC.")
 
 
 def _unknown_detail(bic: str) -> str:

@@ -1,0 +1,1 @@
+"""Refreshing imported directories from their publishers (`heddle identify refresh`)."""
