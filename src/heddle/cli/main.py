@@ -109,7 +109,7 @@ def worker(concurrency: int | None = typer.Option(None, "--concurrency", min=1,
 
     from heddle.config import Settings
     from heddle.observability.logging import configure_logging
-    from heddle.queue.process import run_worker_process
+    from heddle.worker.process import run_worker_process
 
     overrides: dict = {}
     if database_url:
