@@ -39,7 +39,39 @@ TAGS = [
     {"name": "realtime", "description": "Thread events over the Pusher protocol (pusher-js)."},
     {"name": "workspace", "description": "The calling workspace."},
     {"name": "operations", "description": "Liveness and readiness."},
+    # Last, after every operation: /docs and /redoc open on the operations and Authorize, not on
+    # the table (filled in by install_openapi).
+    {"name": "errors", "x-displayName": "Error codes", "description": ""},
 ]
+# Where the overview sends a reader for the codes (the description no longer carries the table).
+ERRORS_POINTER = ("\n\nEvery error code, with its HTTP status and meaning, is listed under **errors** at the end "
+                  "of this page (and in `info.x-error-codes`).")
+
+# What /docs "Try it out" fills a request body with: values the server accepts as they stand,
+# or, for an id only the caller's workspace has, a placeholder that says so (a made-up id would
+# look real and answer 404). Keyed by operationId; each becomes the body's named `examples`.
+_YOUR_AGENT = "agent_replacewithyouragentid"
+REQUEST_EXAMPLES: dict[str, dict[str, dict[str, Any]]] = {
+    "identify": {
+        "bic": {"summary": "A BIC", "value": {"identifier": "DEUTDEFF"}},
+        "iban": {"summary": "An IBAN", "value": {"identifier": "DE89370400440532013000"}},
+    },
+    "create_thread": {"agent": {
+        "summary": "A thread with one of your agents",
+        "description": ("Replace the id with one of your workspace's agents (`heddle agent create` prints it; the "
+                        "console lists them). With a workspace key the person is the `Service-Subject` header; "
+                        "`subject_ref` is only for a key that sends none."),
+        "value": {"agent": _YOUR_AGENT}}},
+    "post_message": {"message": {"summary": "A message", "value": {"content": "Hello! What can you do for me?"}}},
+    "post_outcome": {"occurred": {
+        "summary": "The action happened",
+        "description": "`tool_call_id` is the run's `pending.tool_call_id` (GET /v1/loom/runs/{run_id}).",
+        "value": {"tool_call_id": "replace-with-pending-tool-call-id", "state": "occurred"}}},
+    "post_approval": {"approve": {
+        "summary": "Approve the pending call",
+        "description": "`tool_call_id` is the run's `pending.tool_call_id` (GET /v1/loom/runs/{run_id}).",
+        "value": {"tool_call_id": "replace-with-pending-tool-call-id", "approved": True}}},
+}
 _GENERIC = re.compile(r"^(Envelope|Page)_(\w+?)_$")
 
 
@@ -59,14 +91,27 @@ def errors_document() -> str:
             + error_table_markdown() + "\n")
 
 
+def _tags() -> list[dict[str, Any]]:
+    # `<channel>` would be read as an HTML tag by the doc viewers
+    table = error_table_markdown().replace("<", "&lt;")
+    return [{**tag, "description": table} if tag["name"] == "errors" else tag for tag in TAGS]
+
+
+def _request_examples(doc: dict[str, Any]) -> None:
+    for path_item in doc.get("paths", {}).values():
+        for op in path_item.values():
+            examples = REQUEST_EXAMPLES.get(op.get("operationId", ""))
+            if examples and "requestBody" in op:
+                op["requestBody"]["content"]["application/json"]["examples"] = examples
+
+
 def install_openapi(app: FastAPI) -> None:
     def build():
         if app.openapi_schema:
             return app.openapi_schema
         schema = get_openapi(
-            title=app.title, version=app.version, routes=app.routes, tags=TAGS,
-            # `<channel>` would be read as an HTML tag by the doc viewers
-            description=app.description + "\n\n## Error codes\n\n" + error_table_markdown().replace("<", "&lt;"),
+            title=app.title, version=app.version, routes=app.routes, tags=_tags(),
+            description=app.description.rstrip() + ERRORS_POINTER,
             license_info={"name": "Apache-2.0", "identifier": "Apache-2.0"},
         )
         schema["info"]["x-error-codes"] = [
@@ -134,6 +179,7 @@ def finish_document(doc: dict[str, Any]) -> dict[str, Any]:
         schemas.pop(name, None)
     _restore_examples(schemas)
     _webhook_body(schemas)
+    _request_examples(doc)
     for path_item in doc.get("paths", {}).values():
         for op in path_item.values():
             responses = op.get("responses", {})

@@ -48,10 +48,10 @@ HEADERS: dict[str, dict[str, Any]] = {
         "example": "web:alice",
     },
     "Service-Connection": {
-        "description": ("Relay mode only: the connection (id or name) whose host serves the agent's unpinned "
-                        "tools. Direct mode uses the token's `conn` claim."),
+        "description": ("Relay mode only: the connection (id or name, such as `payments`) whose host serves the "
+                        "agent's unpinned tools. Direct mode uses the token's `conn` claim."),
+        # No `example`: /docs "Try it out" would send it, and a connection the workspace lacks is 400.
         "schema": {"type": "string", "maxLength": 100},
-        "example": "payments",
     },
     "Service-Run": {
         "description": ("Attribute this call to a Loom run of the same workspace (it then appears in the trace). "
