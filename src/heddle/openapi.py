@@ -40,12 +40,12 @@ TAGS = [
     {"name": "workspace", "description": "The calling workspace."},
     {"name": "operations", "description": "Liveness and readiness."},
     # Last, after every operation: /docs and /redoc open on the operations and Authorize, not on
-    # the table (filled in by install_openapi).
+    # the table (its description, filled in by `_tags()`).
     {"name": "errors", "x-displayName": "Error codes", "description": ""},
 ]
 # Where the overview sends a reader for the codes (the description no longer carries the table).
-ERRORS_POINTER = ("\n\nEvery error code, with its HTTP status and meaning, is listed under **errors** at the end "
-                  "of this page (and in `info.x-error-codes`).")
+ERRORS_POINTER = ("\n\nEvery error code, with its HTTP status and meaning, is listed under **errors** (\"Error "
+                  "codes\" in /redoc) after the operations, and in `info.x-error-codes`.")
 
 # What /docs "Try it out" fills a request body with: values the server accepts as they stand,
 # or, for an id only the caller's workspace has, a placeholder that says so (a made-up id would
