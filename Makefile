@@ -47,7 +47,7 @@ bench: $(STAMP_DEV)
 
 # Regenerate the JS client's OpenAPI snapshot and its TypeScript types after an API change.
 js-types: $(STAMP_DEV)
-	$(BIN)/python -c "from heddle.api.openapi import document_json; print(document_json(), end='')" > clients/js/openapi.json
+	$(BIN)/python -c "from heddle.app import document_json; print(document_json(), end='')" > clients/js/openapi.json
 	cd clients/js && npm ci --no-audit --no-fund --ignore-scripts && npm run generate
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi import FastAPI
 
 from heddle import API_VERSION
@@ -9,7 +11,6 @@ from heddle.api.cors import CorsMiddleware
 from heddle.api.docs_ui import install_docs
 from heddle.api.errors import install_error_handlers
 from heddle.api.middleware import RequestContextMiddleware
-from heddle.api.openapi import install_openapi
 from heddle.api.system import router as system_router
 from heddle.config import Settings, get_settings
 from heddle.console.routes import router as console_router
@@ -22,6 +23,7 @@ from heddle.loom.routes import router as loom_router
 from heddle.loom.routes_control import router as loom_control_router
 from heddle.mcp_server import McpEndpoint
 from heddle.observability.logging import configure_logging
+from heddle.openapi import install_openapi
 from heddle.realtime.admission import Admission
 from heddle.realtime.server import build_realtime_router
 from heddle.web.routes import router as web_router
@@ -88,3 +90,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_openapi(app)
     install_docs(app)
     return app
+
+
+def document_json() -> str:
+    """The OpenAPI document as the server serves it (for clients/js/openapi.json, `make js-types`)."""
+    app = create_app(Settings(database_url="sqlite+aiosqlite:///:memory:", log_level="WARNING"))
+    return json.dumps(app.openapi(), indent=2, ensure_ascii=False) + "\n"

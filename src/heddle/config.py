@@ -88,7 +88,7 @@ class Settings(BaseSettings):
     @field_validator("rate_limit_per_key", "rate_limit_per_subject", "rate_limit_auth_failures")
     @classmethod
     def _rate_limit_rule(cls, value: str) -> str:
-        from heddle.ratelimit.rules import parse_rule
+        from heddle.rate_rules import parse_rule
 
         parse_rule(value)  # a typo stops the server at start with the rule's own message
         return value

@@ -1,6 +1,6 @@
 """How a request reaches the process's shared services without importing the container.
 
-The app's lifespan (heddle.services) leaves them on `app.state.services`. The container is
+The app's lifespan (heddle.lifespan, `AppServices`) leaves them on `app.state.services`. The container is
 imported only by process entry points (docs/architecture.md, "Layers and import contracts"), so
 a handler takes what it needs through a small typed accessor in the package that owns the
 thing (`heddle.api.deps.rate_limiter`, `heddle.loom.deps.model_registry`, ...), each built on this.

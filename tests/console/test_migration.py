@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from heddle.db.base import create_engine
 from heddle.db.migrate import upgrade
-from heddle.db.models import Base
+from heddle.tables import Base
 
 
 def _at_0008(table_name: str, /, **values):

@@ -174,7 +174,7 @@ def test_request_log_records_v1_calls(server, http, tenant):
 def test_errors_doc_is_generated_from_the_table():
     from pathlib import Path
 
-    from heddle.api.openapi import errors_document
+    from heddle.openapi import errors_document
 
     doc = Path(__file__).parents[2] / "docs" / "errors.md"
-    assert doc.read_text() == errors_document(), "regenerate docs/errors.md from heddle.api.openapi.errors_document()"
+    assert doc.read_text() == errors_document(), "regenerate docs/errors.md from heddle.openapi.errors_document()"

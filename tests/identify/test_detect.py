@@ -1,4 +1,4 @@
-"""Rail detection when `rail` is absent (CONTRACT 6)."""
+"""Rail detection when `rail` is absent (docs/identify.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`wait()` follows the run's Server-Sent Events when a server offers them (CONTRACT 13), and
+"""`wait()` follows the run's Server-Sent Events when a server offers them (docs/streaming-and-webhooks.md), and
 polls when it does not. The stream comes from a real local HTTP server that speaks the
 contract's format, since the events endpoint is not part of this build of the server."""
 

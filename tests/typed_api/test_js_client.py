@@ -38,7 +38,7 @@ def js_client() -> Path:
 
 
 def test_generated_types_are_current(js_client, server, tmp_path):
-    from heddle.api.openapi import document_json
+    from heddle.app import document_json
 
     with server.client() as c:
         served = c.get("/openapi.json").json()

@@ -144,3 +144,48 @@ def test_an_unknown_query_parameter_is_refused(http, tenant):
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request"
     assert r.json()["error"]["details"] == [{"location": "query", "field": "limt", "message": "unknown parameter"}]
     assert http.get("/v1/workspace?x=1", headers=tenant.headers()).status_code == 400
+
+
+def test_try_it_out_defaults_are_meant_to_be_sent(doc):
+    # Issue 41: /docs filled POST /v1/loom/threads with a made-up agent and `"subject_ref": "string"`.
+    # Every JSON request body carries examples (Swagger UI fills in the first), each valid against
+    # the body's schema, none sending an optional field for the sake of it.
+    registry = Registry().with_resource("urn:heddle", Resource.from_contents(
+        {**doc, "$schema": "https://json-schema.org/draft/2020-12/schema"}))
+    bodies = 0
+    for path, method, op in operations(doc):
+        media = op.get("requestBody", {}).get("content", {}).get("application/json")
+        if media is None:
+            continue
+        schema_ref = media["schema"]["$ref"]
+        name = schema_ref.rsplit("/", 1)[1]
+        examples = [e["value"] for e in media.get("examples", {}).values()]
+        examples += doc["components"]["schemas"][name].get("examples", [])
+        assert examples, (method, path)
+        validator = Draft202012Validator({"$ref": f"urn:heddle{schema_ref}"}, registry=registry)
+        for example in examples:
+            assert not [e.message for e in validator.iter_errors(example)], (method, path, example)
+            assert "string" not in str(example).lower(), (method, path, example)
+        bodies += 1
+    assert bodies >= 6
+    thread = doc["paths"]["/v1/loom/threads"]["post"]["requestBody"]["content"]["application/json"]
+    (first,) = thread["examples"].values()
+    # the one id only the caller has, named as a placeholder rather than made up
+    assert set(first["value"]) == {"agent"} and first["value"]["agent"].startswith("agent_replace")
+    assert "heddle agent create" in first["description"]
+    # An optional header with an example would be sent by "Try it out" (a made-up connection is 400).
+    # Service-Subject keeps `web:alice`: any subject is accepted with the workspace key /docs
+    # authorizes with, and without one a thread call is 400 `subject_required`.
+    for path, method, op in operations(doc):
+        for parameter in op.get("parameters", []):
+            if parameter["in"] == "header" and not parameter.get("required") and parameter["name"] != "Service-Subject":
+                assert "example" not in parameter and "examples" not in parameter, (method, path, parameter["name"])
+
+
+def test_the_error_table_comes_after_the_operations(doc):
+    # The overview points to it; the table itself is the last tag, after every operation's tag.
+    assert "| code |" not in doc["info"]["description"] and "errors" in doc["info"]["description"]
+    assert doc["tags"][-1]["name"] == "errors"
+    assert all(f"`{code}`" in doc["tags"][-1]["description"] for code in ERROR_CODES)
+    used = {tag for _, _, op in operations(doc) for tag in op.get("tags", [])}
+    assert "errors" not in used and used <= {t["name"] for t in doc["tags"][:-1]}

@@ -2670,10 +2670,7 @@ export interface operations {
                  * @example web:alice
                  */
                 "Service-Subject"?: string;
-                /**
-                 * @description Relay mode only: the connection (id or name) whose host serves the agent's unpinned tools. Direct mode uses the token's `conn` claim.
-                 * @example payments
-                 */
+                /** @description Relay mode only: the connection (id or name, such as `payments`) whose host serves the agent's unpinned tools. Direct mode uses the token's `conn` claim. */
                 "Service-Connection"?: string;
                 /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
                 "Idempotency-Key"?: string;

@@ -1,4 +1,4 @@
-// wait() follows the run's Server-Sent Events when the server offers them (CONTRACT 13), from
+// wait() follows the run's Server-Sent Events when the server offers them (docs/streaming-and-webhooks.md), from
 // a local node:http server speaking that format; and polls when it does not.
 import { test } from "node:test";
 import assert from "node:assert/strict";

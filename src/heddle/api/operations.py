@@ -36,7 +36,7 @@ SubjectPath = Annotated[str, Path(json_schema_extra={
     **SUBJECT_SCHEMA, "description": "The person's subject, `<channel>:<channel_user_id>`.",
     "examples": ["web:alice"]})]
 
-# Security requirements (the schemes themselves are in heddle.api.openapi).
+# Security requirements (the schemes themselves are in heddle.openapi).
 WORKSPACE_KEY: list[dict[str, list[str]]] = [{"workspaceKey": []}]
 LOOM: list[dict[str, list[str]]] = [{"workspaceKey": []}, {"sessionToken": []}]
 
@@ -48,10 +48,10 @@ HEADERS: dict[str, dict[str, Any]] = {
         "example": "web:alice",
     },
     "Service-Connection": {
-        "description": ("Relay mode only: the connection (id or name) whose host serves the agent's unpinned "
-                        "tools. Direct mode uses the token's `conn` claim."),
+        "description": ("Relay mode only: the connection (id or name, such as `payments`) whose host serves the "
+                        "agent's unpinned tools. Direct mode uses the token's `conn` claim."),
+        # No `example`: /docs "Try it out" would send it, and a connection the workspace lacks is 400.
         "schema": {"type": "string", "maxLength": 100},
-        "example": "payments",
     },
     "Service-Run": {
         "description": ("Attribute this call to a Loom run of the same workspace (it then appears in the trace). "
@@ -75,7 +75,7 @@ _COMMON = ("unauthorized", "rate_limited", "headers_too_large", "method_not_allo
 _LOOM_AUTH = ("secret_key_in_browser", "origin_not_allowed", "subject_header_with_token", "invalid_subject")
 _BODY = ("payload_too_large", "unsupported_media_type", "json_too_deep", "request_timeout")
 
-# Response headers, published once under `components/headers` by heddle.api.openapi, which also
+# Response headers, published once under `components/headers` by heddle.openapi, which also
 # puts Request-Id on every response and Retry-After on every 429 and 503.
 RESPONSE_HEADERS: dict[str, dict[str, Any]] = {
     "Request-Id": {"description": "This request's id; quote it when reporting a problem.",
@@ -183,7 +183,7 @@ def operation(data: Any, *, auth: list[dict[str, list[str]]], headers: Iterable[
 
 
 # Models referenced only from hand-written OpenAPI fragments (request bodies a handler parses
-# itself); heddle.api.openapi adds them to the document's components.
+# itself); heddle.openapi adds them to the document's components.
 EXTRA_SCHEMAS: list[type[BaseModel]] = []
 
 

@@ -1,4 +1,5 @@
-"""The claim rules of a direct-mode session token, checked once PyJWT has verified it.
+"""A verified direct-mode session token (`SessionClaims`) and the claim rules checked once PyJWT
+has verified its signature.
 
 PyJWT checks the signature, `exp`, `nbf`, `iat` and `aud`; the rules here are Heddle's own
 (issuer form, lifetime cap, subject and connection shape) plus a stricter reading of the time
@@ -13,6 +14,8 @@ import re
 import time
 import unicodedata
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import jwt
@@ -22,6 +25,23 @@ from jwt import exceptions as jwt_errors
 from heddle.auth.secrets import is_well_formed_secret, secret_hint
 from heddle.auth.session_errors import TokenError
 from heddle.auth.subjects import subject_problem
+
+
+@dataclass(frozen=True, slots=True)
+class SessionClaims:
+    """A verified session token."""
+
+    workspace_id: str
+    key_id: str  # `iss`
+    subject: str  # `sub`
+    conn: uuid.UUID | None
+    expires_at: dt.datetime
+    issued_at: dt.datetime | None
+    audience: tuple[str, ...]
+    kid: str
+    alg: str
+    claims: Mapping[str, Any]  # every verified claim, read-only (the caller's own ones too)
+
 
 # The public id of an API key, as heddle.ids.key_id() makes it (kept a little looser).
 _KEY_ID = re.compile(r"^key_[A-Za-z0-9]{1,64}$")

@@ -22,9 +22,8 @@ import datetime as dt
 import json
 import re
 import time
-import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -39,6 +38,7 @@ from heddle.auth.jwks_keyset import (
     KeySet,
     parse_jwks,
 )
+from heddle.auth.session_claims import SessionClaims
 from heddle.auth.session_errors import TokenError
 from heddle.auth.verified_tokens import VerifiedToken, token_digest
 from heddle.ttl_cache import TTLCache
@@ -91,22 +91,6 @@ class KeyInfo:
 
 
 KeyLookup = Callable[[str], Awaitable[KeyInfo | None]]
-
-
-@dataclass(frozen=True, slots=True)
-class SessionClaims:
-    """A verified session token."""
-
-    workspace_id: str
-    key_id: str  # `iss`
-    subject: str  # `sub`
-    conn: uuid.UUID | None
-    expires_at: dt.datetime
-    issued_at: dt.datetime | None
-    audience: tuple[str, ...]
-    kid: str
-    alg: str
-    claims: Mapping[str, Any]  # every verified claim, read-only (the caller's own ones too)
 
 
 class SessionTokenVerifier:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from heddle.auth.jwks_keyset import JwksKey
-    from heddle.auth.session_tokens import SessionClaims
+    from heddle.auth.session_claims import SessionClaims
 
 
 @dataclass(frozen=True, slots=True)

@@ -146,7 +146,7 @@ def worker(concurrency: int | None = typer.Option(None, "--concurrency", min=1,
         health = _listen_or_exit("worker", settings.host, settings.worker_port, port_file)
         sys.stderr.write(f"Heddle worker; health and metrics on http://{settings.host}:{health.getsockname()[1]}\n")
     from heddle.observability.logging import configure_logging
-    from heddle.queue.process import run_worker_process
+    from heddle.worker.process import run_worker_process
 
     configure_logging(settings.log_level, settings.log_json)
     # uvloop where it is installed (uvicorn[standard] brings it), as `heddle serve` has through

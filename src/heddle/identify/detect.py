@@ -1,4 +1,4 @@
-"""Rail detection for an identifier sent without `rail` (CONTRACT 6).
+"""Rail detection for an identifier sent without `rail` (docs/identify.md).
 
 Every rail whose shape fits (and that serves the `country` hint, when given) is validated;
 exactly one survivor is the rail, several give `ambiguous_identifier`, none `invalid_identifier`.

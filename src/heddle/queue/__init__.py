@@ -1,1 +1,2 @@
-"""Queue mode (HEDDLE_EXECUTOR=queue): runs enqueued as procrastinate jobs, executed by workers."""
+"""Queue mode (HEDDLE_EXECUTOR=queue): runs enqueued as procrastinate jobs, executed by workers
+(heddle.worker, the process above the container)."""

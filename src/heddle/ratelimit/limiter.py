@@ -28,7 +28,7 @@ from limits.storage import storage_from_string
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
 from heddle.observability.logging import get_logger
-from heddle.ratelimit.rules import describe, parse_rule
+from heddle.rate_rules import describe, parse_rule
 from heddle.ttl_cache import TTLCache
 
 log = get_logger(__name__)

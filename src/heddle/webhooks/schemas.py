@@ -24,7 +24,7 @@ class WebhookEvent(ReadModel):
     created_at: Timestamp
     # The run as `GET /v1/loom/runs/{run_id}` answers it. Not typed here: webhooks sit below
     # loom and forward the body loom stored (docs/architecture.md, "Layers and import
-    # contracts"); the OpenAPI document points `data` at the Run schema (heddle/api/openapi.py).
+    # contracts"); the OpenAPI document points `data` at the Run schema (heddle/openapi.py).
     data: dict[str, Any]
 
 

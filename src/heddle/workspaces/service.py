@@ -14,7 +14,7 @@ from heddle.auth.secrets import hash_secret, secret_hint
 from heddle.billing import service as billing
 from heddle.db.base import utcnow
 from heddle.money import to_credits, to_micro
-from heddle.ratelimit.rules import normalise_rule
+from heddle.rate_rules import normalise_rule
 from heddle.timeutil import iso
 from heddle.workspaces.models import ApiKey, Connection, Workspace
 from heddle.workspaces.validation import normalise_origin, validate_http_url

@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy import pool
 from sqlalchemy.ext.asyncio import async_engine_from_config
 
-import heddle.db.models  # noqa: F401  (fills Base.metadata)
+import heddle.tables  # noqa: F401  (fills Base.metadata)
 from heddle.db.base import Base
 
 config = context.config

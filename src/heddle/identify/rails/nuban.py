@@ -3,7 +3,7 @@
 The identifier is an institution code (3-digit CBN bank code, 5-digit CBN code of another
 financial institution, the 6-digit NUBAN form of either, or a 6-digit NIBSS NIP code), with
 the 10-digit NUBAN in `account_number`; or a NUBAN alone. A NUBAN alone passes the check digit
-of several banks, so it is never identified (CONTRACT 6: never identified on a guess).
+of several banks, so it is never identified (docs/identify.md: never identified on a guess).
 """
 
 from __future__ import annotations

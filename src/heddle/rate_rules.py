@@ -3,6 +3,9 @@
 Several windows together act like a token bucket: the short one bounds a burst, the long one
 the sustained rate. `off` (or an empty string) disables a rule; a workspace's `default` means
 the server's setting.
+
+A bottom module (docs/architecture.md, "Layers and import contracts"): Settings checks the rule
+strings when it loads them, workspaces check a workspace's own, heddle.ratelimit enforces them.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from starlette.routing import Route
 from heddle import __version__
 
 if TYPE_CHECKING:
-    from heddle.queue.worker import RunWorker
+    from heddle.worker.run_worker import RunWorker
 
 
 def health_app(worker: RunWorker) -> Starlette:

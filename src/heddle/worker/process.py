@@ -11,8 +11,8 @@ import uvicorn
 from heddle.config import Settings
 from heddle.container import build_container
 from heddle.observability.logging import get_logger
-from heddle.queue.health import health_app
-from heddle.queue.worker import RunWorker
+from heddle.worker.health import health_app
+from heddle.worker.run_worker import RunWorker
 
 log = get_logger(__name__)
 
