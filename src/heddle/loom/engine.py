@@ -26,7 +26,6 @@ from heddle.errors import HeddleError
 from heddle.loom import engine_sql as sql
 from heddle.loom import queries as q
 from heddle.loom.approvals import initial_status
-from heddle.loom.cancellation import advance_queue
 from heddle.loom.channels import EventSink
 from heddle.loom.deltas import DeltaStream
 from heddle.loom.history import build_conversation
@@ -46,6 +45,7 @@ from heddle.loom.states import (
     RunFailure,
     StaleExecutor,
 )
+from heddle.loom.thread_queue import advance_queue
 from heddle.loom.tool_steps import ToolSteps
 from heddle.loom.tools import ToolKinds, Toolset, ToolsUnavailable
 from heddle.loom.turn_record import (
