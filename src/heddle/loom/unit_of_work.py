@@ -3,19 +3,24 @@
 A `RunWork` is one transaction that changes runs: it moves runs and tool calls by the events
 of the two tables in heddle/loom/states.py (nothing else writes `runs.state` or
 `tool_calls.status`; tests/loom/test_unit_of_work.py checks the source for it), inserts new
-runs and tool calls in an initial state, stages the events the change causes, and commits.
-Only after the commit does `RunUnitOfWork.after_commit` run the registered hooks (SSE
-wake-ups, the realtime publish, the webhook dispatcher's wake-up, the executor's submit), so
-no effect ever describes a change that was rolled back.
+runs and tool calls in an initial state, and records the events the change causes.
+
+A unit of work ends itself: whoever opens it writes `async with ... as work:`, calls the
+service, and leaves the block. Leaving it stages the recorded events (and the webhook
+deliveries they owe) in the transaction, takes the charges left for last, commits, and only
+then runs the hooks registered at start-up (SSE wake-ups, the realtime publish, the webhook
+dispatcher's wake-up, the executor's submit), so no effect ever describes a change that was
+rolled back. An exception leaving the block rolls everything back and runs no hook. No route
+or service stages, commits or runs the hooks itself (tests/architecture checks the source).
 
 Two ways in:
-- `async with uow.transaction(fence=...) as work:` opens the transaction itself (the engine,
-  the retention pruner). With `fence` (heddle/loom/lease.py) every write also requires that
-  this executor still holds the run: `work.hold()` renews the lease and carries the step's
-  other columns in the same UPDATE, so a fenced move costs no extra round trip.
-- `uow.join(session, realtime=...)`: a request's own write session (the route commits it
-  together with its Idempotency-Key record); the route then calls `work.stage()`, commits,
-  and `uow.after_commit(work, defer=...)`.
+- `async with uow.transaction(fence=...) as work:` opens its own transaction (the engine, the
+  retention pruner). With `fence` (heddle/loom/lease.py) every write also requires that this
+  executor still holds the run: `work.hold()` renews the lease and carries the step's other
+  columns in the same UPDATE, so a fenced move costs no extra round trip.
+- `async with uow.joined(session, finish=...) as work:` in a request's own write session
+  (heddle/loom/write_request.py): `finish` commits it together with the request's
+  Idempotency-Key record.
 """
 
 from __future__ import annotations
@@ -107,6 +112,8 @@ class RunWork:
     staged: bool = False
     # Workspaces whose webhook endpoint this transaction already asked about (see hold()).
     endpoints: dict[str, bool] = field(default_factory=dict)
+    # Charges taken when the unit ends, after its events are staged (see charge_last).
+    last_charges: list[tuple[Run, int, str, str]] = field(default_factory=list)
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -190,6 +197,13 @@ class RunWork:
         await billing.charge(self.session, run.workspace_id, amount_micro, reason=reason, ref=ref, run_id=run.id,
                              key_id=run.key_id)
 
+    def charge_last(self, run: Run, amount_micro: int, *, reason: str, ref: str) -> None:
+        """`charge`, taken when the unit ends, after its events are staged and just before the
+        commit: the charge locks the workspace's row until the commit, and every run of the
+        workspace charges that row, so it is held for as few round trips as can be
+        (docs/decisions.md, issue 31's third pass). billing.InsufficientCredits leaves the block."""
+        self.last_charges.append((run, amount_micro, reason, ref))
+
     # -- tool calls -----------------------------------------------------------------------
 
     async def insert_tool_calls(self, rows: list[dict[str, Any]]) -> None:
@@ -249,11 +263,15 @@ class RunWork:
         """After the commit, submit the run to the executor (or nudge the one already on it)."""
         self.submit.append(run_id)
 
-    async def stage(self) -> None:
-        """Store the run events (and the webhook deliveries they owe) in this transaction."""
+    async def _end(self) -> None:
+        """What leaving the unit does before its commit: store the run events (and the webhook
+        deliveries they owe) in this transaction, then take the charges left for last."""
         if not self.staged:
             self.staged = True
             await run_events.stage(self)
+        for run, amount_micro, reason, ref in self.last_charges:
+            await self.charge(run, amount_micro, reason=reason, ref=ref)
+        self.last_charges.clear()
 
 
 # A hook gets the committed unit of work; `deferrable` hooks may run after the HTTP response.
@@ -286,9 +304,18 @@ class RunUnitOfWork:
 
         self.on_commit(submit)
 
-    def join(self, session: AsyncSession, *, realtime: bool | None = None) -> RunWork:
-        """A unit of work in the caller's transaction (a request's write session)."""
-        return RunWork(session, realtime=realtime, preclaim=self._preclaim)
+    @asynccontextmanager
+    async def joined(self, session: AsyncSession, *, finish: Callable[[AsyncSession], Awaitable[Any]],
+                     realtime: bool | None = None,
+                     defer: Callable[[Callable[[], Awaitable[None]]], None] | None = None) -> AsyncIterator[RunWork]:
+        """A unit of work in the caller's open transaction (a request's write session): on
+        leaving, staged, then `finish(session)` (which commits it, with whatever else the
+        transaction owes), then the hooks; `defer` takes the deferrable ones for later."""
+        work = RunWork(session, realtime=realtime, preclaim=self._preclaim)
+        yield work
+        await work._end()
+        await finish(session)
+        await self._after_commit(work, defer)
 
     @asynccontextmanager
     async def transaction(self, *, fence: Fence | None = None, realtime: bool | None = None,
@@ -298,11 +325,11 @@ class RunUnitOfWork:
             work = RunWork(session, fence=fence, realtime=realtime, workspace_id=workspace_id,
                            preclaim=self._preclaim)
             yield work
-            await work.stage()
-        await self.after_commit(work)
+            await work._end()
+        await self._after_commit(work)
 
-    async def after_commit(self, work: RunWork,
-                           defer: Callable[[Callable[[], Awaitable[None]]], None] | None = None) -> None:
+    async def _after_commit(self, work: RunWork,
+                            defer: Callable[[Callable[[], Awaitable[None]]], None] | None = None) -> None:
         """Run the hooks of a committed unit; `defer` takes the deferrable ones for later."""
         for hook in self._now:
             await hook(work)
