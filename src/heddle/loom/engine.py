@@ -28,6 +28,7 @@ from heddle.loom import engine_sql as sql
 from heddle.loom import queries as q
 from heddle.loom.approvals import initial_status
 from heddle.loom.channels import EventSink
+from heddle.loom.delta_writer import DeltaWriter
 from heddle.loom.deltas import DeltaStream
 from heddle.loom.history import build_conversation
 from heddle.loom.lease import Fence
@@ -37,7 +38,7 @@ from heddle.loom.models import Turn as TurnRow
 from heddle.loom.next_step import next_step
 from heddle.loom.providers.base import DEFAULT_HISTORY_TOKENS, ModelClass, ModelProviderError, ModelResponse
 from heddle.loom.providers.registry import cost_micro
-from heddle.loom.run_events import RunEventLog
+from heddle.loom.run_event import RunEvent
 from heddle.loom.serializers import message_dict, run_dict
 from heddle.loom.states import (
     CALL_FAILED,
@@ -85,7 +86,7 @@ class Reply:
 
     response: ModelResponse
     nul_replaced: Any
-    deltas: list[tuple[str, dict[str, Any]]]
+    deltas: list[RunEvent]
     message_id: uuid.UUID  # the id the reply's `message.delta` events announced
     latency_ms: float
 
@@ -96,10 +97,10 @@ def _ms_since(started: float) -> float:
 
 class RunEngine:
     def __init__(self, db: Database, settings: Settings, registry, tools: ToolKinds,
-                 events: Callable[[], EventSink | None], metrics: Metrics, run_events: RunEventLog,
+                 events: Callable[[], EventSink | None], metrics: Metrics, deltas: DeltaWriter,
                  uow: RunUnitOfWork):
         self.db = db
-        self.run_events = run_events  # the stored event log behind SSE (a reply's deltas)
+        self.deltas = deltas  # stores a reply's deltas while the model writes (and hands them to SSE)
         self.uow = uow  # every write of a step, and what happens after its commit
         self.settings = settings
         self.registry = registry
@@ -225,7 +226,7 @@ class RunEngine:
 
     async def _call(self, run: Run, turn: Turn, deadline: float, realtime: bool) -> Reply | None:
         """Call the model, its reply streaming as deltas; None if the run stopped meanwhile."""
-        stream = DeltaStream(run.id, run.thread_id, sink=self.events() if realtime else None, store=self.run_events)
+        stream = DeltaStream(run.id, run.thread_id, sink=self.events() if realtime else None, store=self.deltas)
         started = time.perf_counter()
         response: ModelResponse | None = None
         try:
@@ -247,10 +248,10 @@ class RunEngine:
             # The reply's deltas are stored before its message: those not yet written go in the
             # turn's transaction (`_record`); without a turn to record, the writer stores them.
             if response is None:
-                await self.run_events.drain(run.id)
+                await self.deltas.drain(run.id)
         if response is None:
             return None
-        deltas = await self.run_events.take(run.id)
+        deltas = await self.deltas.take(run.id)
         response, nul_replaced = replace_nul(response)  # text PostgreSQL can hold (heddle/text.py)
         return Reply(response, nul_replaced, deltas, stream.message_id, _ms_since(started))
 

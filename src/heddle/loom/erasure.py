@@ -24,7 +24,7 @@ from heddle.billing.models import LedgerEntry
 from heddle.db import dialect
 from heddle.errors import HeddleError
 from heddle.loom import queries as q
-from heddle.loom.models import Message, QueuedMessage, Run, RunEvent, Thread, ToolCall, Turn
+from heddle.loom.models import Message, QueuedMessage, Run, RunEventRow, Thread, ToolCall, Turn
 from heddle.loom.states import TERMINAL
 from heddle.loom.unit_of_work import RunWork
 from heddle.observability.models import RequestLogEntry
@@ -72,7 +72,7 @@ async def erase_threads(work: RunWork, workspace_id: str, thread_ids: list[uuid.
         out.tool_calls = (await session.execute(delete(ToolCall).where(ToolCall.run_id.in_(run_ids)))).rowcount
         out.turns = (await session.execute(delete(Turn).where(Turn.run_id.in_(run_ids)))).rowcount
         # The stored SSE log holds message text too (SQLite does not enforce its ON DELETE CASCADE).
-        await session.execute(delete(RunEvent).where(RunEvent.run_id.in_(run_ids)))
+        await session.execute(delete(RunEventRow).where(RunEventRow.run_id.in_(run_ids)))
     await _redact_paths(session, workspace_id, [*thread_ids, *run_ids])
     await _delete_webhook_deliveries(session, workspace_id, thread_ids)
     await session.execute(delete(QueuedMessage).where(QueuedMessage.thread_id.in_(thread_ids)))

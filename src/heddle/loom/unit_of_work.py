@@ -37,13 +37,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
 from heddle.billing import service as billing
+from heddle.db import dialect
 from heddle.db.base import Database, utcnow
-from heddle.loom import run_events
-from heddle.loom.channels import EventSink, payload, thread_channel
+from heddle.loom import event_outbox, run_event
+from heddle.loom.channels import EventSink
 from heddle.loom.lease import Fence
 from heddle.loom.models import Run, ToolCall
-from heddle.loom.schemas import Message as MessageModel
-from heddle.loom.schemas import Run as RunModel
+from heddle.loom.run_event import RunEvent
 from heddle.loom.states import (
     CALL_INITIAL,
     CALL_PENDING,
@@ -94,7 +94,8 @@ class RunWork:
     # The workspace's realtime flag when the caller knows it; None: looked up before publishing.
     realtime: bool | None = None
     workspace_id: str | None = None
-    events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    # What the change causes, in order (RunEvent: heddle/loom/run_event.py).
+    events: list[RunEvent] = field(default_factory=list)
     submit: list[uuid.UUID] = field(default_factory=list)
     # Runs this transaction created (their row is its own until commit, their event log empty),
     # by workspace: staging their events needs neither the row lock nor the log's last seq.
@@ -102,7 +103,7 @@ class RunWork:
     # Runs whose row this transaction locked already (a fenced UPDATE), by workspace.
     held: dict[uuid.UUID, str] = field(default_factory=dict)
     # Events stored ahead of the staged ones (a reply's deltas, published already).
-    first: dict[uuid.UUID, list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
+    first: dict[uuid.UUID, list[RunEvent]] = field(default_factory=dict)
     # Set by `stage()` when the transaction owes a webhook delivery: only then is the
     # dispatcher woken after the commit.
     webhooks_owed: bool = False
@@ -148,7 +149,7 @@ class RunWork:
         if event is not None:
             values = {**values, **transition_values(RUNNING, event)}
         if (run is not None and values.get("state") in run_rule.WEBHOOK_STATES
-                and self.session.bind.dialect.name == "postgresql"):
+                and dialect.statements_are_dear(self.session)):
             # A change that may owe a webhook: the UPDATE also says whether the workspace has an
             # endpoint, which staging would otherwise ask in a statement of its own.
             self.endpoints[run.workspace_id] = bool(
@@ -248,16 +249,19 @@ class RunWork:
     # -- what the change causes -----------------------------------------------------------
 
     def message_created(self, thread_id: uuid.UUID, message: dict[str, Any] | BaseModel) -> None:
-        assert not self.staged, "an event recorded after stage() would never be stored"
-        self.events.append((thread_channel(thread_id), "message.created", payload(MessageModel, message)))
+        assert not self.staged, "an event recorded after staging would never be stored"
+        self.events.append(run_event.message_created(thread_id, message))
 
     def run_updated(self, thread_id: uuid.UUID, run: dict[str, Any] | BaseModel) -> None:
-        assert not self.staged, "an event recorded after stage() would never be stored"
-        self.events.append((thread_channel(thread_id), "run.updated", payload(RunModel, run)))
+        assert not self.staged, "an event recorded after staging would never be stored"
+        self.events.append(run_event.run_updated(thread_id, run))
 
     def thread_deleted(self, thread_id: uuid.UUID, why: str) -> None:
-        self.events.append((thread_channel(thread_id), "thread.deleted",
-                            {"thread_id": str(thread_id), "reason": why}))
+        self.events.append(run_event.thread_deleted(thread_id, why))
+
+    def changed_runs(self) -> set[uuid.UUID]:
+        """The runs whose events this unit recorded."""
+        return {event.run_id for event in self.events if event.run_id is not None}
 
     def start(self, run_id: uuid.UUID) -> None:
         """After the commit, submit the run to the executor (or nudge the one already on it)."""
@@ -268,7 +272,10 @@ class RunWork:
         deliveries they owe) in this transaction, then take the charges left for last."""
         if not self.staged:
             self.staged = True
-            await run_events.stage(self)
+            stored_first = [event for events in self.first.values() for event in events]
+            self.webhooks_owed = await event_outbox.stage(
+                self.session, [*stored_first, *self.events], held=self.held, created=self.created,
+                endpoints=self.endpoints)
         for run, amount_micro, reason, ref in self.last_charges:
             await self.charge(run, amount_micro, reason=reason, ref=ref)
         self.last_charges.clear()
@@ -359,7 +366,7 @@ def publish_to(uow: RunUnitOfWork, sink: EventSink) -> AfterCommit:
     async def publish(work: RunWork) -> None:
         if not work.events or not await uow.realtime_enabled(work):
             return
-        for channel, name, data in work.events:
-            await sink.publish(channel, name, data)
+        for event in work.events:
+            await sink.publish(event.channel, event.name, event.payload)
 
     return publish
