@@ -97,7 +97,7 @@ def _ms_since(started: float) -> float:
 
 class RunEngine:
     def __init__(self, db: Database, settings: Settings, registry, tools: ToolKinds,
-                 events: Callable[[], EventSink | None], metrics: Metrics, deltas: DeltaWriter,
+                 realtime_sink: Callable[[], EventSink | None], metrics: Metrics, deltas: DeltaWriter,
                  uow: RunUnitOfWork):
         self.db = db
         self.deltas = deltas  # stores a reply's deltas while the model writes (and hands them to SSE)
@@ -105,7 +105,7 @@ class RunEngine:
         self.settings = settings
         self.registry = registry
         self.tools = tools
-        self.events = events  # the realtime sink, for a reply's deltas while the model writes
+        self.realtime_sink = realtime_sink  # the realtime publisher (or None): a reply's deltas as they come
         self.metrics = metrics
         # Model calls in flight, so that a cancel abandons one at once (see nudge()).
         self.model_calls = ModelCalls(db)
@@ -189,7 +189,7 @@ class RunEngine:
                 budget, provider = self._history_budget(agent)
                 conversation = await build_conversation(session, run, agent, calls, history_tokens=budget,
                                                         provider=provider, report=history)
-        realtime = bool(realtime) and self.events() is not None
+        realtime = bool(realtime) and self.realtime_sink() is not None
         if step.kind == "tools":
             await self.tool_steps.run(run, agent, list(step.calls), fence)
             return True
@@ -226,7 +226,8 @@ class RunEngine:
 
     async def _call(self, run: Run, turn: Turn, deadline: float, realtime: bool) -> Reply | None:
         """Call the model, its reply streaming as deltas; None if the run stopped meanwhile."""
-        stream = DeltaStream(run.id, run.thread_id, sink=self.events() if realtime else None, store=self.deltas)
+        stream = DeltaStream(run.id, run.thread_id, sink=self.realtime_sink() if realtime else None,
+                             store=self.deltas)
         started = time.perf_counter()
         response: ModelResponse | None = None
         try:
