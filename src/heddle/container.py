@@ -22,10 +22,12 @@ from heddle.idempotency.pruner import IdempotencyPruner
 from heddle.identify.charging import IdentifyCharging
 from heddle.identify.service import IdentifyService
 from heddle.loom.channels import EventSink
+from heddle.loom.delta_writer import DeltaWriter
 from heddle.loom.engine import RunEngine
+from heddle.loom.event_signals import RunEventSignals
 from heddle.loom.providers.registry import ModelRegistry
 from heddle.loom.retention import RetentionPruner
-from heddle.loom.run_events import RunEventLog, sent_by_database
+from heddle.loom.run_event import sent_by_database
 from heddle.loom.tools import ToolKinds
 from heddle.loom.tools.hosted import HostedTool, HostedTools
 from heddle.loom.tools.identify import IdentifyTool
@@ -74,7 +76,7 @@ class Container:
     identify_charging: IdentifyCharging
     hosted_tools: HostedTools
     registry: ModelRegistry
-    run_events: RunEventLog  # the stored event log behind SSE; wakes streams and webhooks
+    run_events: DeltaWriter  # a reply's deltas stored while it streams; `.signals` wakes SSE streams
     uow: RunUnitOfWork  # every run and tool-call write, and its after-commit hooks
     webhooks: WebhookDispatcher | None  # None when HEDDLE_WEBHOOK_DISPATCHER is off
     engine: RunEngine
@@ -164,26 +166,27 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     metrics.watch_realtime(events)
     if bus_settings:
         events.sent_by_database = sent_by_database
-    run_events = RunEventLog(db)
+    signals = RunEventSignals()
+    run_events = DeltaWriter(db, signals)
     if realtime.relay is not None:
         # Another process's run events reach this one's SSE streams as soon as the shared bus
         # carries them (the stream then reads the stored rows), not at its next poll.
-        realtime.relay.observers.append(lambda _channel, name, data: run_events.wake(name, data))
+        realtime.relay.observers.append(lambda _channel, name, data: signals.wake(name, data))
     # What happens after a run's change commits, in this order: this process's SSE streams and
     # webhook dispatcher wake up, the events go to realtime, the runs made runnable are submitted.
     uow = RunUnitOfWork(db)
-    uow.on_commit(run_events.committed, deferrable=False)
+    uow.on_commit(signals.committed, deferrable=False)
     if events is not None:
         uow.on_commit(publish_to(uow, events))
     # The tool kinds runs can call (heddle/loom/tools/): a new kind is one more entry here.
     # MCP first: an expanded `mcp:` entry has a name, which the hosted kind would claim too.
     mcp = McpServers(hosted, McpClient(outbound, ttl=s.mcp_tools_ttl_seconds))
     tools = ToolKinds(IdentifyTool(charging, request_log), McpTool(mcp, uow), HostedTool(hosted, uow))
-    engine = RunEngine(db, s, registry, tools, lambda: events, metrics, run_events=run_events, uow=uow)
+    engine = RunEngine(db, s, registry, tools, lambda: events, metrics, deltas=run_events, uow=uow)
     webhooks: WebhookDispatcher | None = None
     if s.webhook_dispatcher:  # every process may run one: deliveries are claimed under a lease
         webhooks = WebhookDispatcher(db, outbound, s, metrics=metrics)
-        run_events.listeners.append(webhooks.wake)  # a committed run change may owe one
+        signals.listeners.append(webhooks.wake)  # a committed run change may owe one
     executor: RunExecutor | None = None
     if queue_mode:
         executor = QueueSubmitter() if role == "serve" else None

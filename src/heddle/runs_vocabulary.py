@@ -1,12 +1,17 @@
-"""The names a run is spoken of in outside loom: its states and the events it publishes.
+"""The names a run is spoken of in outside loom: its states, the events it publishes, and the
+stored form of streamed pieces.
 
 A neutral home below every package, so that a lower layer (the realtime bus, the Python
 client) can name a run's states and events without importing loom, which sits above them
-(docs/architecture.md, "Layers and import contracts"). Names only: what moves a run from one
-state to another is loom's (`heddle.loom.states`), and loom takes its names from here.
+(docs/architecture.md, "Layers and import contracts"). Names, and the one format both sides of
+the event log read (`pack` / `unpack`): what moves a run from one state to another is loom's
+(`heddle.loom.states`). Loom takes these names from here and defines none of them again
+(tests/architecture/test_runs_vocabulary.py checks the source).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 # A run's states (the transition table between them is `heddle.loom.states.TRANSITIONS`).
 QUEUED = "queued"
@@ -31,8 +36,27 @@ CALL_DECLINED = "declined"
 CALL_STATUSES = (CALL_PENDING, CALL_SUCCEEDED, CALL_FAILED, CALL_AWAITING_OUTCOME, CALL_RESOLVED,
                  CALL_AWAITING_APPROVAL, CALL_DECLINED)
 
-# One streamed piece of an answer, as a thread channel carries it.
+# The events of a run, as a thread channel, the SSE stream and the stored log carry them.
+RUN_UPDATED = "run.updated"
+MESSAGE_CREATED = "message.created"
+# One streamed piece of an answer.
 DELTA_EVENT = "message.delta"
-# A stored row of several consecutive `message.delta` pieces: the bus unpacks it into pieces,
-# so a channel never carries this name.
+RUN_EVENTS = (RUN_UPDATED, MESSAGE_CREATED, DELTA_EVENT)
+# Not a run's: a thread erased (its channel's last event).
+THREAD_DELETED = "thread.deleted"
+# A stored row of several consecutive `message.delta` pieces (`pack`): whoever reads a row
+# unpacks it into pieces (`unpack`), so a channel never carries this name.
 PACKED_DELTAS = "message.deltas"
+
+
+def pack(pieces: list[dict[str, Any]]) -> tuple[str, Any]:
+    """The stored row `(event, data)` of consecutive `message.delta` pieces: one piece as it is,
+    several as one row (the row's `seq` is then its last piece's)."""
+    return (DELTA_EVENT, pieces[0]) if len(pieces) == 1 else (PACKED_DELTAS, pieces)
+
+
+def unpack(event: str, data: Any) -> list[tuple[str, Any]]:
+    """The events a stored row holds, in order: each piece of a packed row, else the row itself."""
+    if event == PACKED_DELTAS and isinstance(data, list) and all(isinstance(d, dict) for d in data):
+        return [(DELTA_EVENT, piece) for piece in data]
+    return [(event, data)]

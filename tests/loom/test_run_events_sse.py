@@ -190,7 +190,8 @@ def test_access_is_that_of_the_run(server, http, tenant):
 def test_events_stored_by_another_process_arrive_by_polling(server, http, tenant):
     """An event written without this process's wake-up (as a worker process would) still
     reaches an open stream within the poll interval, and a terminal one ends it."""
-    from heddle.loom.run_events import append_rows
+    from heddle.loom.event_log import append
+    from heddle.loom.run_event import RunEvent
 
     agent = tenant.add_agent(SCRIPTED_AGENT)
     h = tenant.headers("web:elsewhere")
@@ -211,8 +212,8 @@ def test_events_stored_by_another_process_arrive_by_polling(server, http, tenant
     import uuid as uuid_mod
 
     written = time.monotonic()
-    tenant.run(lambda s: append_rows(s, uuid_mod.UUID(run_id), [("run.updated", {**run, "state": "closed",
-                                                                                   "terminal": True})]))
+    tenant.run(lambda s: append(s, uuid_mod.UUID(run_id), [RunEvent(
+        "run.updated", {**run, "state": "closed", "terminal": True}, None, uuid_mod.UUID(run_id))]))
     reader.join(5)
     (events, ended), = got
     assert ended and [e["id"] for e in events] == [str(int(before[-1]["id"]) + 1)]

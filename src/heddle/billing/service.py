@@ -14,6 +14,7 @@ from sqlalchemy import bindparam, func, insert, literal_column, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.billing.models import LedgerEntry
+from heddle.db import dialect
 from heddle.db.base import utcnow
 from heddle.errors import HeddleError
 from heddle.money import to_credits
@@ -102,7 +103,7 @@ async def charge(session: AsyncSession, workspace_id: str, amount_micro: int, *,
         return None
     row = {"workspace_id": workspace_id, "amount": amount_micro, "reason": reason, "ref": ref, "run_id": run_id,
            "key_id": key_id, "at": utcnow()}
-    if session.bind.dialect.name == "postgresql":
+    if dialect.writes_in_cte(session):
         new_balance = (await session.execute(_TAKE_AND_RECORD, row)).scalar()
     else:  # SQLite has no UPDATE inside a WITH: the same two statements, one after the other
         new_balance = (await session.execute(_TAKE, row)).scalar()

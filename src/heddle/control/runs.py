@@ -20,7 +20,7 @@ from heddle.auth.context import AuthContext, WorkspaceInfo
 from heddle.control.errors import invalid, not_found
 from heddle.control.workspaces import workspace
 from heddle.loom import views as loom_views
-from heddle.loom.models import Agent, Message, Run, RunEvent, Thread, ToolCall
+from heddle.loom.models import Agent, Message, Run, RunEventRow, Thread, ToolCall
 from heddle.loom.serializers import message_dict, thread_dict
 from heddle.money import to_credits
 from heddle.observability.models import RequestLogEntry
@@ -161,9 +161,9 @@ async def _tool_attempts(session: AsyncSession, run_id: uuid.UUID) -> dict[str, 
 
 async def _state_changes(session: AsyncSession, run_id: uuid.UUID) -> list[dict[str, Any]]:
     """Each state the run entered, when (its stored `run.updated` events, repeats folded)."""
-    rows = await session.execute(select(RunEvent.seq, RunEvent.data, RunEvent.created_at)
-                                 .where(RunEvent.run_id == run_id, RunEvent.event == "run.updated")
-                                 .order_by(RunEvent.seq).limit(RUN_EVENTS_CAP))
+    rows = await session.execute(select(RunEventRow.seq, RunEventRow.data, RunEventRow.created_at)
+                                 .where(RunEventRow.run_id == run_id, RunEventRow.event == "run.updated")
+                                 .order_by(RunEventRow.seq).limit(RUN_EVENTS_CAP))
     changes: list[dict[str, Any]] = []
     for seq, data, at in rows:
         state = (data or {}).get("state")

@@ -6,7 +6,7 @@ becomes one event `{run_id, message_id, seq, delta}`:
 - published at once on the thread's realtime channel (when the workspace has realtime on),
   through the same publisher as every other thread event, so it reaches the browser while
   the model is still writing;
-- appended to the run's stored event log (`heddle.loom.run_events`), so that
+- appended to the run's stored event log by the delta writer (heddle/loom/delta_writer.py), so that
   `GET /v1/loom/runs/{id}/events` streams and resumes it too.
 
 `message_id` is the id the stored Message will have when the turn ends with a reply, so a
@@ -28,22 +28,23 @@ import uuid
 from typing import Any, Protocol
 
 from heddle.loom.channels import EventSink, thread_channel
+from heddle.loom.run_event import RunEvent
 from heddle.observability.logging import get_logger
+from heddle.runs_vocabulary import DELTA_EVENT
 from heddle.text import NUL, REPLACEMENT
 
 log = get_logger(__name__)
 
-DELTA_EVENT = "message.delta"
-
 
 class DeltaStore(Protocol):
-    def append(self, run_id: uuid.UUID, event: str, data: dict[str, Any]) -> None: ...
+    def append(self, event: RunEvent) -> None: ...
 
 
 class DeltaStream:
     def __init__(self, run_id: uuid.UUID, thread_id: uuid.UUID, *, sink: EventSink | None,
                  store: DeltaStore | None = None):
         self.run_id = run_id
+        self.thread_id = thread_id
         self._run = str(run_id)
         self.channel = thread_channel(thread_id)
         self.sink = sink
@@ -69,7 +70,7 @@ class DeltaStream:
 
     async def _send(self, data: dict[str, Any]) -> None:
         if self.store is not None:
-            self.store.append(self.run_id, DELTA_EVENT, data)
+            self.store.append(RunEvent(DELTA_EVENT, data, self.thread_id, self.run_id))
         if self.sink is not None and (self._listening is None or self._listening(self.channel)):
             await self.sink.publish(self.channel, DELTA_EVENT, data)
 

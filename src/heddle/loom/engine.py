@@ -15,6 +15,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import insert
@@ -26,26 +27,27 @@ from heddle.errors import HeddleError
 from heddle.loom import engine_sql as sql
 from heddle.loom import queries as q
 from heddle.loom.approvals import initial_status
-from heddle.loom.cancellation import advance_queue
 from heddle.loom.channels import EventSink
+from heddle.loom.delta_writer import DeltaWriter
 from heddle.loom.deltas import DeltaStream
 from heddle.loom.history import build_conversation
 from heddle.loom.lease import Fence
 from heddle.loom.model_calls import ModelCalls
-from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
-from heddle.loom.providers.base import DEFAULT_HISTORY_TOKENS, ModelProviderError, ModelResponse
+from heddle.loom.models import Agent, Message, Run, ToolCall
+from heddle.loom.models import Turn as TurnRow
+from heddle.loom.next_step import next_step
+from heddle.loom.providers.base import DEFAULT_HISTORY_TOKENS, ModelClass, ModelProviderError, ModelResponse
 from heddle.loom.providers.registry import cost_micro
-from heddle.loom.run_events import RunEventLog
+from heddle.loom.run_event import RunEvent
 from heddle.loom.serializers import message_dict, run_dict
 from heddle.loom.states import (
-    CALL_AWAITING_APPROVAL,
-    CALL_AWAITING_OUTCOME,
     CALL_FAILED,
     CALL_PENDING,
     RUNNING,
     RunFailure,
     StaleExecutor,
 )
+from heddle.loom.thread_queue import advance_queue
 from heddle.loom.tool_steps import ToolSteps
 from heddle.loom.tools import ToolKinds, Toolset, ToolsUnavailable
 from heddle.loom.turn_record import (
@@ -64,20 +66,46 @@ from heddle.text import replace_nul
 
 log = get_logger(__name__)
 
-_INSERT_TURN = insert(Turn.__table__)
+_INSERT_TURN = insert(TurnRow.__table__)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A model turn about to be called: which model, with which tools and conversation."""
+
+    model_class: ModelClass
+    provider: Any
+    toolset: Toolset
+    conversation: list
+    history: dict[str, Any]  # the history cut, kept in the turn's request for the trace
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the model answered, and the deltas of it no writer has stored yet."""
+
+    response: ModelResponse
+    nul_replaced: Any
+    deltas: list[RunEvent]
+    message_id: uuid.UUID  # the id the reply's `message.delta` events announced
+    latency_ms: float
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
 
 
 class RunEngine:
     def __init__(self, db: Database, settings: Settings, registry, tools: ToolKinds,
-                 events: Callable[[], EventSink | None], metrics: Metrics, run_events: RunEventLog,
+                 realtime_sink: Callable[[], EventSink | None], metrics: Metrics, deltas: DeltaWriter,
                  uow: RunUnitOfWork):
         self.db = db
-        self.run_events = run_events  # the stored event log behind SSE (a reply's deltas)
+        self.deltas = deltas  # stores a reply's deltas while the model writes (and hands them to SSE)
         self.uow = uow  # every write of a step, and what happens after its commit
         self.settings = settings
         self.registry = registry
         self.tools = tools
-        self.events = events  # the realtime sink, for a reply's deltas while the model writes
+        self.realtime_sink = realtime_sink  # the realtime publisher (or None): a reply's deltas as they come
         self.metrics = metrics
         # Model calls in flight, so that a cancel abandons one at once (see nudge()).
         self.model_calls = ModelCalls(db)
@@ -139,7 +167,11 @@ class RunEngine:
     # -- one step -------------------------------------------------------------------------
 
     async def _step(self, run_id: uuid.UUID, fence: Fence, deadline: float) -> bool:
-        """Do one unit of work; False when the run no longer needs this executor."""
+        """Do one unit of work; False when the run no longer needs this executor.
+
+        Read (one statement, and the run's calls once it had a turn), decide (`next_step`, pure),
+        then do what was decided in a transaction of its own."""
+        history: dict[str, Any] = {}  # the history cut, kept in the turn's request for the trace
         async with self.db.session() as session:
             row = (await session.execute(sql.STEP_READ, {"rid": run_id})).first()
             if row is None or row.Run.state != RUNNING:
@@ -149,85 +181,86 @@ class RunEngine:
                 raise fence.stale()
             # A run's tool calls come from its turns: before its first turn there are none.
             calls = list(await session.scalars(sql.RUN_TOOL_CALLS, {"rid": run.id})) if run.turn_count else []
-            if time.monotonic() > deadline:
-                raise RunFailure("max_duration_exceeded",
-                                 f"The run took longer than {self.settings.run_max_seconds:g} s.")
-            pending = [tc for tc in calls if tc.status == CALL_PENDING and tc.kind != "ask"]
-            approval = any(tc.status == CALL_AWAITING_APPROVAL for tc in calls)  # interaction: approve
-            awaiting = any(tc.status == CALL_AWAITING_OUTCOME for tc in calls)
-            asked = [tc for tc in calls if tc.kind == "ask" and tc.status == CALL_PENDING]
-            conversation = None
-            history: dict[str, Any] = {}  # the history cut, kept in the turn's request for the trace
-            if not (pending or approval or awaiting or asked):
-                if run.turn_count >= self.settings.run_max_turns:
-                    raise RunFailure("max_turns_exceeded",
-                                     f"The run used its {self.settings.run_max_turns} model turns.")
+            step = next_step(calls, turn_count=run.turn_count, max_turns=self.settings.run_max_turns,
+                             past_deadline=time.monotonic() > deadline, max_seconds=self.settings.run_max_seconds)
+            if step.failure is not None:
+                raise step.failure
+            if step.kind == "model_turn":
                 budget, provider = self._history_budget(agent)
                 conversation = await build_conversation(session, run, agent, calls, history_tokens=budget,
                                                         provider=provider, report=history)
-        realtime = bool(realtime) and self.events() is not None
-        if pending:
-            await self.tool_steps.run(run, agent, pending, fence)
+        realtime = bool(realtime) and self.realtime_sink() is not None
+        if step.kind == "tools":
+            await self.tool_steps.run(run, agent, list(step.calls), fence)
             return True
-        if approval:
-            await self._pause(fence, "await_approval")  # asks before the call is made
+        if step.kind in ("await_approval", "await_outcome"):
+            await self._pause(fence, step.kind)  # an approval is asked before the call is made
             return False
-        if awaiting:
-            await self._pause(fence, "await_outcome")
+        if step.kind == "ask":
+            await self._ask(run, fence, step.calls[0], realtime)
             return False
-        if asked:
-            await self._ask(run, fence, asked[0], realtime)
+        turn = await self._price(run, agent, conversation, balance, history)
+        reply = await self._call(run, turn, deadline, realtime)
+        if reply is None:  # the run stopped while the model was thinking: drop the call
             return False
-        return await self._model_turn(run, agent, calls, fence, deadline, conversation, balance, realtime, history)
+        return await self._record(run, calls, fence, turn, reply, realtime)
 
-    async def _model_turn(self, run: Run, agent: Agent, calls: list[ToolCall], fence: Fence, deadline: float,
-                          conversation, balance: int, realtime: bool, history: dict[str, Any]) -> bool:
-        """One model turn in one transaction; False when it closed the run (nothing left to do)."""
+    # -- a model turn: price, call, record ------------------------------------------------
+
+    async def _price(self, run: Run, agent: Agent, conversation, balance: int, history: dict[str, Any]) -> Turn:
+        """What the turn will ask and of which model, and whether the balance can pay for it at
+        worst (its input, estimated from characters, plus max_tokens of output)."""
         try:
             model_class = self.registry.get(agent.model_class)
         except Exception:
             raise RunFailure("model_not_configured",
                              f"Model class {agent.model_class!r} is not configured on this server.") from None
-        provider = self.registry.provider_for(model_class)
         try:  # an MCP server's tools are listed now (cached), for this run's subject
             toolset = await self.tools.offered(run, agent)
         except ToolsUnavailable as exc:
             raise RunFailure(exc.code, exc.message) from None
-        specs = toolset.specs()
-        # A turn costs at most its input (estimated from characters) plus max_tokens of output.
         est_in = sum(len(m.content or "") for m in conversation) // 3 + 50
-        worst = cost_micro(model_class, est_in, model_class.max_tokens)
-        if balance <= 0 or balance < worst:
+        if balance <= 0 or balance < cost_micro(model_class, est_in, model_class.max_tokens):
             raise RunFailure("insufficient_credits", "The workspace balance cannot pay for the next model turn.")
-        stream = DeltaStream(run.id, run.thread_id, sink=self.events() if realtime else None, store=self.run_events)
+        return Turn(model_class, self.registry.provider_for(model_class), toolset, conversation, history)
+
+    async def _call(self, run: Run, turn: Turn, deadline: float, realtime: bool) -> Reply | None:
+        """Call the model, its reply streaming as deltas; None if the run stopped meanwhile."""
+        stream = DeltaStream(run.id, run.thread_id, sink=self.realtime_sink() if realtime else None,
+                             store=self.deltas)
         started = time.perf_counter()
-        deltas: list[tuple[str, dict[str, Any]]] = []
         response: ModelResponse | None = None
         try:
             # Awaited in this task (loom/model_calls.py): a model that answers without waiting
             # (the scripted one) costs no event-loop turn, so under load the run closes before
             # the caller's first poll. The timeout cancels this task inside the call.
             async with asyncio.timeout(max(0.001, deadline - time.monotonic())):
-                response = await self.model_calls.call(run.id, provider.complete(model_class, conversation,
-                                                                                 specs, stream))
+                response = await self.model_calls.call(run.id, turn.provider.complete(
+                    turn.model_class, turn.conversation, turn.toolset.specs(), stream))
         except TimeoutError:
             raise RunFailure("max_duration_exceeded",
                              f"The run took longer than {self.settings.run_max_seconds:g} s.") from None
         except ModelProviderError as exc:
             # The failed call is a turn of the trace too, with every attempt (turn_record.py).
-            row = failed_turn_row(run.id, run.turn_count + 1, model_class, exc, history,
-                                  round((time.perf_counter() - started) * 1000, 3))
+            row = failed_turn_row(run.id, run.turn_count + 1, turn.model_class, exc, turn.history,
+                                  _ms_since(started))
             raise RunFailure("model_error", failure_message(exc), turn=replace_nul(row)[0]) from None
         finally:
             # The reply's deltas are stored before its message: those not yet written go in the
-            # turn's transaction below; without a turn to record, the writer stores them.
-            if response is not None:
-                deltas = await self.run_events.take(run.id)
-            else:
-                await self.run_events.drain(run.id)
-        if response is None:  # the run stopped while the model was thinking: drop the call
-            return False
+            # turn's transaction (`_record`); without a turn to record, the writer stores them.
+            if response is None:
+                await self.deltas.drain(run.id)
+        if response is None:
+            return None
+        deltas = await self.deltas.take(run.id)
         response, nul_replaced = replace_nul(response)  # text PostgreSQL can hold (heddle/text.py)
+        return Reply(response, nul_replaced, deltas, stream.message_id, _ms_since(started))
+
+    async def _record(self, run: Run, calls: list[ToolCall], fence: Fence, turn: Turn, reply: Reply,
+                      realtime: bool) -> bool:
+        """The turn, its charge and what it leads to, in one transaction; False when it ended
+        the run (an answer, or a reply cut off that cannot be acted on)."""
+        model_class, response = turn.model_class, reply.response
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
         finish = not response.tool_calls
         # A reply cut off at max_tokens that cannot be acted on fails the run; it is still billed
@@ -235,46 +268,43 @@ class RunEngine:
         cut_off = truncation_failure(response, model_class)
         event = "fail" if cut_off else ("finish" if finish else None)
         failure = {"error_code": "model_error", "error_message": cut_off} if cut_off else {}
-        async with self.uow.transaction(fence=fence, realtime=realtime, workspace_id=run.workspace_id) as work:
-            session = work.session
-            # The fence guard carries the turn's counters and, for an answer, the transition.
-            turn_seq = run.turn_count + 1
-            await work.hold(run, event, turn_count=turn_seq, cost_micro=run.cost_micro + cost, **failure)
-            turn_id = uuid.uuid4()
-            await session.execute(_INSERT_TURN, {
-                "id": turn_id, "run_id": run.id, "seq": turn_seq, "model_class": model_class.name,
-                "input_tokens": response.input_tokens, "output_tokens": response.output_tokens,
-                "cost_micro": cost, "request": {**response.request, "history": history},
-                "response": {**response.response, "text": response.text,
-                             **({"nul_replaced": nul_replaced} if nul_replaced else {})},
-                "latency_ms": round((time.perf_counter() - started) * 1000, 3), "created_at": utcnow(),
-                "status": turn_status(response), "attempts": attempts_of(response.attempts)})
-            if cut_off:
-                work.run_updated(run.thread_id, await render_run(session, run))
-                await advance_queue(work, run.thread_id)
-            elif finish:
-                # The id the reply's `message.delta` events announced.
-                message = await sql.add_assistant_message(session, run, response.text or "",
-                                                          message_id=stream.message_id)
-                self.metrics.runs.labels("closed").inc()
-                # Always built, realtime or not: the SSE log and the webhooks (stage) need them too.
-                work.message_created(run.thread_id, message_dict(message))
-                work.run_updated(run.thread_id, await self._render(session, run, message))
-                await advance_queue(work, run.thread_id)  # the thread's next queued run
-            else:
-                seq = max((tc.seq for tc in calls), default=0)
-                await work.insert_tool_calls([self._new_tool_call(run, toolset, turn_id, seq + i, call)
-                                              for i, call in enumerate(response.tool_calls, start=1)])
-            work.first[run.id] = deltas  # the reply's deltas are stored ahead of its message
-            # The charge last, after the events are staged: it locks the workspace's row until
-            # the commit, and every run of the workspace charges that row, so the lock is held
-            # for as few round trips as can be (docs/decisions.md, issue 31's third pass).
-            await work.stage()
-            try:
-                await work.charge(run, cost, reason="model_turn", ref=str(turn_id))
-            except InsufficientCredits:
-                raise RunFailure("insufficient_credits",
-                                 "The workspace balance could not pay for the model turn.") from None
+        try:
+            async with self.uow.transaction(fence=fence, realtime=realtime, workspace_id=run.workspace_id) as work:
+                session = work.session
+                # The fence guard carries the turn's counters and, for an answer, the transition.
+                turn_seq = run.turn_count + 1
+                await work.hold(run, event, turn_count=turn_seq, cost_micro=run.cost_micro + cost, **failure)
+                turn_id = uuid.uuid4()
+                await session.execute(_INSERT_TURN, {
+                    "id": turn_id, "run_id": run.id, "seq": turn_seq, "model_class": model_class.name,
+                    "input_tokens": response.input_tokens, "output_tokens": response.output_tokens,
+                    "cost_micro": cost, "request": {**response.request, "history": turn.history},
+                    "response": {**response.response, "text": response.text,
+                                 **({"nul_replaced": reply.nul_replaced} if reply.nul_replaced else {})},
+                    "latency_ms": reply.latency_ms, "created_at": utcnow(),
+                    "status": turn_status(response), "attempts": attempts_of(response.attempts)})
+                if cut_off:
+                    work.run_updated(run.thread_id, await render_run(session, run))
+                    await advance_queue(work, run.thread_id)
+                elif finish:
+                    # The id the reply's `message.delta` events announced.
+                    message = await sql.add_assistant_message(session, run, response.text or "",
+                                                              message_id=reply.message_id)
+                    self.metrics.runs.labels("closed").inc()
+                    # Always built, realtime or not: the SSE log and the webhooks need them too.
+                    work.message_created(run.thread_id, message_dict(message))
+                    work.run_updated(run.thread_id, await self._render(session, run, message))
+                    await advance_queue(work, run.thread_id)  # the thread's next queued run
+                else:
+                    seq = max((tc.seq for tc in calls), default=0)
+                    await work.insert_tool_calls([self._new_tool_call(run, turn.toolset, turn_id, seq + i, call)
+                                                  for i, call in enumerate(response.tool_calls, start=1)])
+                work.first[run.id] = reply.deltas  # the reply's deltas are stored ahead of its message
+                # Charged when the unit ends, after its events are staged (RunWork.charge_last).
+                work.charge_last(run, cost, reason="model_turn", ref=str(turn_id))
+        except InsufficientCredits:
+            raise RunFailure("insufficient_credits",
+                             "The workspace balance could not pay for the model turn.") from None
         self.metrics.credits_charged.labels("model_turn").inc(cost)  # once it committed
         if cut_off:
             self.metrics.runs.labels("failed").inc()

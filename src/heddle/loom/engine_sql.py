@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import bindparam, func, insert, select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.db.base import utcnow
 from heddle.loom.models import AgentVersion, Message, Run, ToolCall
+from heddle.loom.rows import next_seq_of
 from heddle.workspaces.models import Workspace
 
 _messages = Message.__table__
@@ -38,9 +39,7 @@ RUN_SPAN_READ = (
 RUN_TOOL_CALLS = (select(ToolCall).where(ToolCall.run_id == bindparam("rid", type_=ToolCall.run_id.type))
                   .order_by(ToolCall.seq))
 
-_NEXT_SEQ = (select(func.coalesce(func.max(_messages.c.seq), 0) + 1)
-             .where(_messages.c.thread_id == bindparam("m_thread", type_=_messages.c.thread_id.type))
-             .scalar_subquery())
+_NEXT_SEQ = next_seq_of(bindparam("m_thread", type_=_messages.c.thread_id.type))
 _INSERT_ASSISTANT = insert(_messages).values(
     id=bindparam("m_id", type_=_messages.c.id.type), thread_id=bindparam("m_thread", type_=_messages.c.thread_id.type),
     run_id=bindparam("m_run", type_=_messages.c.run_id.type), seq=_NEXT_SEQ, role="assistant",

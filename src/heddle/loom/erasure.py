@@ -21,9 +21,10 @@ from sqlalchemy import delete, func, or_, select, update
 from heddle.auth.context import AuthContext
 from heddle.auth.subjects import canonical_subject
 from heddle.billing.models import LedgerEntry
+from heddle.db import dialect
 from heddle.errors import HeddleError
 from heddle.loom import queries as q
-from heddle.loom.models import Message, QueuedMessage, Run, RunEvent, Thread, ToolCall, Turn
+from heddle.loom.models import Message, QueuedMessage, Run, RunEventRow, Thread, ToolCall, Turn
 from heddle.loom.states import TERMINAL
 from heddle.loom.unit_of_work import RunWork
 from heddle.observability.models import RequestLogEntry
@@ -57,14 +58,10 @@ async def erase_threads(work: RunWork, workspace_id: str, thread_ids: list[uuid.
     # Lock the threads, then their runs, as message posts and engine steps do (PostgreSQL;
     # SQLite's one writer already serialises): an engine step that waits on a run row finds
     # it gone after this commits and stops, so no turn is inserted under a deleted run.
-    locking = session.bind.dialect.name != "sqlite"
-    threads_query = select(Thread.id).where(Thread.id.in_(thread_ids)).order_by(Thread.id)
-    runs_query = (select(Run.id, Run.state).where(Run.thread_id.in_(thread_ids), Run.workspace_id == workspace_id)
-                  .order_by(Run.id))
-    if locking:
-        await session.execute(threads_query.with_for_update())
-        runs_query = runs_query.with_for_update()
-    runs = list(await session.execute(runs_query))
+    await dialect.lock(session, select(Thread.id).where(Thread.id.in_(thread_ids)).order_by(Thread.id))
+    runs = list(await session.execute(dialect.for_update(session, (
+        select(Run.id, Run.state).where(Run.thread_id.in_(thread_ids), Run.workspace_id == workspace_id)
+        .order_by(Run.id)))))
     run_ids = [r.id for r in runs]
     if run_ids:
         out.ledger_entries_cut = (await session.execute(
@@ -75,7 +72,7 @@ async def erase_threads(work: RunWork, workspace_id: str, thread_ids: list[uuid.
         out.tool_calls = (await session.execute(delete(ToolCall).where(ToolCall.run_id.in_(run_ids)))).rowcount
         out.turns = (await session.execute(delete(Turn).where(Turn.run_id.in_(run_ids)))).rowcount
         # The stored SSE log holds message text too (SQLite does not enforce its ON DELETE CASCADE).
-        await session.execute(delete(RunEvent).where(RunEvent.run_id.in_(run_ids)))
+        await session.execute(delete(RunEventRow).where(RunEventRow.run_id.in_(run_ids)))
     await _redact_paths(session, workspace_id, [*thread_ids, *run_ids])
     await _delete_webhook_deliveries(session, workspace_id, thread_ids)
     await session.execute(delete(QueuedMessage).where(QueuedMessage.thread_id.in_(thread_ids)))

@@ -208,14 +208,16 @@ class QueuedMessage(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class RunEvent(Base):
-    """One event of a run as `GET /v1/loom/runs/{id}/events` sends it; `seq` is its SSE id."""
+class RunEventRow(Base):
+    """A stored row of a run's event log (heddle/loom/event_log.py); `seq` is its SSE id. The
+    event itself, typed, is heddle/loom/run_event.py's `RunEvent`."""
 
     __tablename__ = "run_events"
 
     run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    # run.updated | message.created | message.delta | message.deltas (packed pieces: run_events.py)
+    # run.updated | message.created | message.delta | message.deltas (packed pieces: runs_vocabulary.pack)
     event: Mapped[str] = mapped_column(String(40))
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+

@@ -1,4 +1,10 @@
-"""Reads shared by the API service and the engine, always scoped to the caller."""
+"""Reads shared by the API service and the engine.
+
+The `visible_*` reads and `thread_for_message` take an id from the caller and answer only what
+the caller may see (its workspace, and its subject's when it has one): 404 `not_found`
+otherwise, never a hint that the row exists. The other helpers take an id the code already
+reached through one of those (or the engine's own run) and are not scoped again.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,13 @@ import json
 import uuid
 from types import SimpleNamespace
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
 from heddle.loom.models import Agent, Message, QueuedMessage, Run, Thread, ToolCall, Turn
+from heddle.loom.rows import next_seq_of
 from heddle.workspaces.models import Connection
 
 
@@ -42,10 +49,10 @@ _LATEST_RUN_ID = (select(Run.id).where(Run.thread_id == Thread.id, Run.state != 
                   .order_by(Run.created_at.desc(), Run.id).limit(1).correlate(Thread).scalar_subquery())
 _QUEUE_HEAD = (select(QueuedMessage.run_id).where(QueuedMessage.thread_id == Thread.id)
                .order_by(QueuedMessage.id).limit(1).correlate(Thread).scalar_subquery())
-_LAST_SEQ = select(func.max(Message.seq)).where(Message.thread_id == Thread.id).correlate(Thread).scalar_subquery()
+_NEXT_SEQ = next_seq_of(Thread.id).correlate(Thread)
 # Built once: a message is the hottest write, and this one statement replaces four reads.
 _THREAD_FOR_MESSAGE = (
-    select(Thread, Agent, Run, _LAST_SEQ, _QUEUE_HEAD)
+    select(Thread, Agent, Run, _NEXT_SEQ, _QUEUE_HEAD)
     .join(Agent, Agent.id == Thread.agent_id)
     .outerjoin(Run, Run.id == _LATEST_RUN_ID)
     .where(Thread.id == bindparam("thread_id", type_=Thread.id.type))
@@ -60,8 +67,8 @@ async def thread_for_message(session: AsyncSession, auth: AuthContext,
     row = (await session.execute(_THREAD_FOR_MESSAGE, {"thread_id": tid})).first()
     if row is None or row[0].workspace_id != auth.workspace_id or row[0].subject != auth.subject:
         raise not_found("thread")
-    thread, agent, run, last_seq, queue_head = row
-    return thread, agent, run, (last_seq or 0) + 1, queue_head
+    thread, agent, run, next_seq, queue_head = row
+    return thread, agent, run, next_seq, queue_head
 
 
 _RUN = select(Run).where(Run.id == bindparam("run_id", type_=Run.id.type))
@@ -142,12 +149,6 @@ async def turns_with_tool_calls(session: AsyncSession, run_id: uuid.UUID) -> lis
     for tc in calls:
         by_turn.setdefault(tc.turn_id, []).append(tc)
     return [(t, by_turn.get(t.id, [])) for t in turns]
-
-
-async def next_message_seq(session: AsyncSession, thread_id: uuid.UUID) -> int:
-    last = await session.scalar(
-        select(Message.seq).where(Message.thread_id == thread_id).order_by(Message.seq.desc()).limit(1))
-    return (last or 0) + 1
 
 
 def encode_cursor(*parts: object) -> str:

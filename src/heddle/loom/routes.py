@@ -1,4 +1,8 @@
-"""HTTP routes of Loom: thin handlers over heddle.loom.service (writes) and heddle.loom.views (reads)."""
+"""HTTP routes of Loom: thin handlers over heddle.loom.service (writes) and heddle.loom.views (reads).
+
+A write opens its unit of work (heddle/loom/write_request.py), calls the service and returns:
+leaving the block stages, commits with the idempotent response, and runs the after-commit hooks.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,11 @@ from dataclasses import replace
 
 from fastapi import APIRouter, BackgroundTasks, Query, Request
 
-from heddle.api.deps import loom_session, services
+from heddle.api.deps import loom_session
 from heddle.api.envelope import Page, ok
 from heddle.api.operations import LOOM, UUIDPath, operation
-from heddle.auth.context import AuthContext
 from heddle.auth.subjects import canonical_subject
-from heddle.idempotency.http import commit_response, idempotent
+from heddle.idempotency.http import idempotent
 from heddle.loom import service, views
 from heddle.loom.schemas import (
     CreateThread,
@@ -23,7 +26,7 @@ from heddle.loom.schemas import (
     Thread,
     Trace,
 )
-from heddle.loom.unit_of_work import RunWork
+from heddle.loom.write_request import write_request
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
 
@@ -33,32 +36,19 @@ AUTH_ERRORS = ("unauthorized", "secret_key_in_browser", "origin_not_allowed", "s
                "invalid_subject", "rate_limited")
 
 
-def run_work(request: Request, auth: AuthContext, session) -> RunWork:
-    """The request's run unit of work, in its write session (committed with its Idempotency-Key)."""
-    return services(request).uow.join(session, realtime=auth.workspace.realtime_enabled)
-
-
-async def after_commit(request: Request, work: RunWork, background: BackgroundTasks) -> None:
-    """Run the unit of work's after-commit hooks. Events and run starts go out after the response
-    is sent, so the 202 never waits for the engine's first steps (they share this event loop)."""
-    svc = services(request)
-    # In queue mode a worker may take the run up the moment the commit is visible: publish this
-    # request's events before answering, so they reach the bus ahead of the worker's first ones.
-    await svc.uow.after_commit(work, defer=None if svc.settings.executor == "queue" else background.add_task)
-
-
 @router.post("/threads", summary="Open (or reuse) the subject's thread with an agent",
              **operation(Thread, auth=LOOM, status_code=201, headers=(*SUBJECT, "Idempotency-Key"), body=True,
                          also={200: "The subject's existing thread for that agent"},
                          errors=("subject_required", "agent_not_found")))
 @idempotent
 async def create_thread(body: CreateThread, request: Request):
-    async with loom_session(request, write=True) as (auth, session):
+    async with write_request(request) as req:
+        auth = req.auth
         # The Service-Subject header (relay) or the token's `sub` (direct) wins over subject_ref.
         if body.subject_ref and auth.mode == "relay" and auth.subject is None:
             auth = replace(auth, subject=canonical_subject(body.subject_ref, source="subject_ref"))
-        data, created = await service.open_thread(session, auth, body.agent)
-        return await commit_response(session, request, ok(data, status_code=201 if created else 200))
+        data, created = await service.open_thread(req.session, auth, body.agent)
+        return req.respond(ok(data, status_code=201 if created else 200))
 
 
 @router.get("/threads", summary="The subject's threads, newest first",
@@ -78,13 +68,9 @@ async def list_threads(agent: str | None = Query(None, max_length=80), limit: in
                                  "connection_not_found")))
 @idempotent
 async def post_message(thread_id: UUIDPath, body: PostMessage, request: Request, background: BackgroundTasks):
-    async with loom_session(request, write=True) as (auth, session):
-        work = run_work(request, auth, session)
-        data = await service.post_message(work, auth, thread_id, body.content, body.if_busy)
-        await work.stage()
-        response = await commit_response(session, request, ok(data, status_code=202))
-    await after_commit(request, work, background)
-    return response
+    async with write_request(request, background) as req:
+        data = await service.post_message(req.work, req.auth, thread_id, body.content, body.if_busy)
+        return req.respond(ok(data, status_code=202))
 
 
 @router.get("/threads/{thread_id}/messages", summary="A thread's messages, oldest first",
@@ -117,10 +103,6 @@ async def get_trace(run_id: UUIDPath, request: Request):
                          errors=("not_found", "run_not_awaiting_outcome")))
 @idempotent
 async def post_outcome(run_id: UUIDPath, body: PostOutcome, request: Request, background: BackgroundTasks):
-    async with loom_session(request, write=True) as (auth, session):
-        work = run_work(request, auth, session)
-        data = await service.post_outcome(work, auth, run_id, body.tool_call_id, body.state, body.detail)
-        await work.stage()
-        response = await commit_response(session, request, ok(data))
-    await after_commit(request, work, background)
-    return response
+    async with write_request(request, background) as req:
+        data = await service.post_outcome(req.work, req.auth, run_id, body.tool_call_id, body.state, body.detail)
+        return req.respond(ok(data))

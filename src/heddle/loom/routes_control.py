@@ -1,4 +1,5 @@
-"""HTTP routes of run control and thread lifecycle (CONTRACT section 12): thin handlers."""
+"""HTTP routes of run control and thread lifecycle (docs/run-control.md): thin
+handlers, each write in its own unit of work (heddle/loom/write_request.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from fastapi import APIRouter, BackgroundTasks, Request
 from heddle.api.deps import loom_session, services
 from heddle.api.envelope import ok
 from heddle.api.operations import LOOM, WORKSPACE_KEY, SubjectPath, UUIDPath, operation
-from heddle.idempotency.http import commit_response, idempotent
+from heddle.idempotency.http import idempotent
 from heddle.loom import approvals, cancellation, erasure
-from heddle.loom.routes import SUBJECT, after_commit, run_work
+from heddle.loom.routes import SUBJECT
 from heddle.loom.schemas import PostApproval, Run, SubjectDeleted, ThreadDeleted, ThreadDetail
+from heddle.loom.write_request import write_request
 
 router = APIRouter(prefix="/v1/loom", tags=["loom"])
 FLUSH_WAIT_SECONDS = 2.0
@@ -23,26 +25,18 @@ FLUSH_WAIT_SECONDS = 2.0
                          errors=("not_found", "run_terminal")))
 @idempotent
 async def cancel_run(run_id: UUIDPath, request: Request, background: BackgroundTasks):
-    async with loom_session(request, write=True) as (auth, session):
-        work = run_work(request, auth, session)
-        data = await cancellation.cancel_run(work, auth, run_id)
-        await work.stage()  # the SSE log and the run.failed webhook commit with the cancel
-        response = await commit_response(session, request, ok(data))
-    await after_commit(request, work, background)
-    return response
+    async with write_request(request, background) as req:  # the SSE log and run.failed webhook commit with it
+        data = await cancellation.cancel_run(req.work, req.auth, run_id)
+        return req.respond(ok(data))
 
 
 @router.post("/runs/{run_id}/approval", summary="Approve or decline a tool call the run asks about",
              **operation(Run, auth=LOOM, headers=SUBJECT, body=True,
                          errors=("not_found", "run_not_awaiting_approval")))
 async def post_approval(run_id: UUIDPath, body: PostApproval, request: Request, background: BackgroundTasks):
-    async with loom_session(request, write=True) as (auth, session):
-        work = run_work(request, auth, session)
-        data = await approvals.answer(work, auth, run_id, body.tool_call_id, body.approved, body.reason)
-        await work.stage()
-        await session.commit()
-    await after_commit(request, work, background)
-    return ok(data)
+    async with write_request(request, background) as req:
+        data = await approvals.answer(req.work, req.auth, run_id, body.tool_call_id, body.approved, body.reason)
+        return req.respond(ok(data))
 
 
 @router.get("/threads/{thread_id}", summary="A thread (with its current run and queue length)",
@@ -56,13 +50,10 @@ async def get_thread(thread_id: UUIDPath, request: Request):
                **operation(ThreadDeleted, auth=LOOM, headers=SUBJECT, errors=("subject_required", "not_found")))
 async def delete_thread(thread_id: UUIDPath, request: Request, background: BackgroundTasks):
     await _flush_request_log(request)
-    async with loom_session(request, write=True) as (auth, session):
-        work = run_work(request, auth, session)
-        data = await erasure.delete_thread(work, auth, thread_id)
-        await session.commit()
-    request.state.log_path = f"/v1/loom/threads/{erasure.ERASED}"  # the request log keeps no erased id
-    await after_commit(request, work, background)
-    return ok(data)
+    async with write_request(request, background) as req:
+        data = await erasure.delete_thread(req.work, req.auth, thread_id)
+        request.state.log_path = f"/v1/loom/threads/{erasure.ERASED}"  # the request log keeps no erased id
+        return req.respond(ok(data))
 
 
 @router.delete("/subjects/{subject}", summary="Erase a person: every thread of the subject (relay key only)",
@@ -70,12 +61,9 @@ async def delete_thread(thread_id: UUIDPath, request: Request, background: Backg
 async def delete_subject(subject: SubjectPath, request: Request, background: BackgroundTasks):
     request.state.log_path = f"/v1/loom/subjects/{erasure.ERASED}"  # never log the person's id
     await _flush_request_log(request)
-    async with loom_session(request, write=True) as (auth, session):
-        work = run_work(request, auth, session)
-        data = await erasure.delete_subject(work, auth, subject)
-        await session.commit()
-    services(request).subject_tokens.invalidate(auth.workspace_id, data["subject"])
-    await after_commit(request, work, background)
+    async with write_request(request, background) as req:
+        data = await erasure.delete_subject(req.work, req.auth, subject)
+    services(request).subject_tokens.invalidate(req.auth.workspace_id, data["subject"])  # once committed
     return ok(data)
 
 

@@ -39,7 +39,7 @@ class CreateThread(BaseModel):
 class PostMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     content: Annotated[str, Field(min_length=1, max_length=32_000)]
-    # What to do while the thread's run is busy (CONTRACT section 12): 409, wait, or cancel it.
+    # What to do while the thread's run is busy (docs/run-control.md, "Busy threads"): 409, wait, or cancel it.
     if_busy: IfBusy = "reject"
 
 

@@ -1,4 +1,5 @@
-"""The JSON shapes of CONTRACT section 5: Thread, Message, Run, Trace, Turn and ToolCall."""
+"""The JSON shapes of Thread, Message, Run, Trace, Turn and ToolCall, as the API returns them (the
+read models in heddle/loom/schemas.py, which the OpenAPI document lists)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from heddle.auth.context import AuthContext
 from heddle.db.base import utcnow
 from heddle.errors import HeddleError
-from heddle.loom import approvals, cancellation
+from heddle.loom import approvals, cancellation, rows, thread_queue
 from heddle.loom import queries as q
 from heddle.loom.agents import get_agent, has_unpinned_hosted_tools
 from heddle.loom.models import Message, Thread, ToolCall
@@ -31,7 +31,6 @@ from heddle.loom.states import (
 )
 from heddle.loom.unit_of_work import RunWork
 from heddle.loom.views import render_run
-from heddle.observability import tracing
 from heddle.workspaces.service import resolve_connection
 
 _INSERT_MESSAGE = insert(Message.__table__)
@@ -77,17 +76,15 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
     has a slot), answers the run awaiting input, or waits its turn (`if_busy`)."""
     session = work.session
     auth.require_subject()
-    if session.bind.dialect.name != "sqlite":  # SQLite's BEGIN IMMEDIATE already serialises this
-        # Lock the thread row first so two concurrent messages cannot both start a run.
-        tid = q.parse_id(thread_id, "thread")
-        await session.execute(select(Thread.id).where(Thread.id == tid).with_for_update())
+    # The thread's lock first, so two concurrent messages cannot both start a run.
+    await rows.lock_thread(session, q.parse_id(thread_id, "thread"))
     thread, agent, latest, seq, queue_head = await q.thread_for_message(session, auth, thread_id)
     active = latest if latest is not None and latest.state in (RUNNING, AWAITING_OUTCOME) else None
     if active is not None or (queue_head is not None and (latest is None or latest.state != AWAITING_INPUT)):
-        # Busy: a run is working, or messages already wait their turn (see loom/cancellation.py).
+        # Busy: a run is working, or messages already wait their turn (see loom/thread_queue.py).
         if if_busy == "enqueue":
             connection_id = await _resolve_run_connection(session, auth, agent)
-            return await cancellation.enqueue(work, auth, thread, agent.id, content, connection_id,
+            return await thread_queue.enqueue(work, auth, thread, agent.id, content, connection_id,
                                               agent_version=agent.version)
         if if_busy != "interrupt":
             busy_id = active.id if active is not None else queue_head
@@ -95,7 +92,7 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
             raise HeddleError("run_active", f"Run {busy_id} is {state}; wait for it (or post its outcome), "
                               "or send if_busy: enqueue or interrupt.", details={"run_id": str(busy_id)})
         await cancellation.interrupt(work, auth, thread.id, active)
-        seq = await q.next_message_seq(session, thread.id)  # cancelled queued messages took seqs
+        seq = await rows.next_message_seq(session, thread.id)  # cancelled queued messages took seqs
         latest = None
     if latest is not None and latest.state == AWAITING_INPUT:
         run = latest
@@ -109,17 +106,13 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
             await approvals.decline_for_message(work, auth, run, message)
         tokens = ({"session_token": auth.session_token, "session_token_expires_at": auth.session_token_expires_at}
                   if auth.mode == "direct" else {})
-        await work.move(run, "answer", pending_question=None, **tokens, **_trace_context())
+        await work.move(run, "answer", pending_question=None, **tokens, **rows.trace_context())
         await session.flush()
     else:
         connection_id = await _resolve_run_connection(session, auth, agent)
-        now = utcnow()
-        run_row = dict(id=uuid.uuid4(), thread_id=thread.id, workspace_id=auth.workspace_id, agent_id=agent.id,
-                       agent_version=agent.version, subject=thread.subject, state=RUNNING,
-                       connection_id=connection_id, auth_mode=auth.mode,
-                       key_id=auth.key_id, session_token=auth.session_token,
-                       session_token_expires_at=auth.session_token_expires_at, opened_at=now, created_at=now,
-                       updated_at=now, cost_micro=0, turn_count=0, traceparent=_trace_context().get("traceparent"))
+        run_row = rows.run_row(auth, thread, agent_id=agent.id, agent_version=agent.version, state=RUNNING,
+                               connection_id=connection_id)
+        now = run_row["created_at"]
         message_row = dict(id=uuid.uuid4(), thread_id=thread.id, run_id=run_row["id"], seq=seq, role="user",
                            content=content, created_at=now)
         # Core inserts: the hottest write of the API, and the ORM unit of work cost more than
@@ -168,9 +161,3 @@ async def post_outcome(work: RunWork, auth: AuthContext, run_id: str, tool_call_
     work.run_updated(run.thread_id, data)
     return data
 
-
-def _trace_context() -> dict[str, str]:
-    """`{"traceparent": ...}` of this request's span when tracing is on (else empty): the
-    process that executes the run, a worker perhaps, puts the run's span in this trace."""
-    traceparent = tracing.inject({}).get("traceparent")
-    return {"traceparent": traceparent} if traceparent else {}

@@ -1,4 +1,4 @@
-"""Server-Sent Events of one run, read from its stored event log (`run_events.py`).
+"""Server-Sent Events of one run, read from its stored event log (heddle/loom/event_log.py).
 
 The stream sends every stored event after the cursor, in `seq` order, as
 
@@ -33,9 +33,12 @@ from sqlalchemy import select
 
 from heddle.db.base import Database
 from heddle.errors import HeddleError
+from heddle.loom.event_log import read_after
+from heddle.loom.event_signals import RunEventSignals
 from heddle.loom.models import Run
-from heddle.loom.run_events import RunEventSignals, read_after
+from heddle.loom.run_event import RunEvent
 from heddle.loom.states import TERMINAL
+from heddle.runs_vocabulary import RUN_UPDATED
 
 MAX_EVENT_ID = 2**31 - 1
 BATCH = 500
@@ -53,6 +56,11 @@ def parse_event_id(raw: str | None, source: str, location: str) -> int:
                           "(a whole number from 0).", details=[{"location": location, "field": source,
                                                                "message": "not an event id", "type": "value_error"}])
     return int(text)
+
+
+def _ends(event: RunEvent) -> bool:
+    """The run's terminal `run.updated`: the stream's last event."""
+    return event.name == RUN_UPDATED and bool(event.payload.get("terminal"))
 
 
 def frame(seq: int, event: str, data: dict[str, Any]) -> str:
@@ -89,12 +97,12 @@ class RunEventStream:
                 waiter.event.clear()
                 inbox, waiter.rows = waiter.rows, []
                 need_read, waiter.stale = need_read or waiter.stale, False
-                fresh = [row for row in inbox if row[0] > self.cursor]
-                if fresh and all(seq == self.cursor + n for n, (seq, _, _) in enumerate(fresh, start=1)):
-                    for seq, name, data in fresh:  # this process's deltas, just stored: no read back
-                        yield frame(seq, name, data)
-                        self.cursor = seq
-                        if name == "run.updated" and data.get("terminal"):
+                fresh = [event for event in inbox if event.seq > self.cursor]
+                if fresh and all(event.seq == self.cursor + n for n, event in enumerate(fresh, start=1)):
+                    for event in fresh:  # this process's deltas, just stored: no read back
+                        yield frame(event.seq, event.name, event.payload)
+                        self.cursor = event.seq
+                        if _ends(event):
                             return
                     last_sent = time.monotonic()
                 elif fresh:
@@ -102,10 +110,10 @@ class RunEventStream:
                 if need_read:
                     need_read = False
                     state, rows = await self._read()
-                    for seq, name, data in rows:
-                        yield frame(seq, name, data)
-                        self.cursor = seq
-                        if name == "run.updated" and data.get("terminal"):
+                    for event in rows:
+                        yield frame(event.seq, event.name, event.payload)
+                        self.cursor = event.seq
+                        if _ends(event):
                             return
                     if rows:
                         last_sent, need_read = time.monotonic(), True  # there may be more

@@ -20,7 +20,7 @@ What the database does by itself on these columns (PostgreSQL only, no code to c
   unit of work's hook instead. It stays a trigger: it must be in the very transaction of the move
   on any connection (a crash between commit and enqueue would strand the run), and moving it into
   code needs a migration to drop it.
-- Migration 0010, `heddle_run_events_notify`: each stored run event (heddle/loom/run_events.py)
+- Migration 0010, `heddle_run_events_notify`: each stored run event (heddle/loom/event_log.py)
   is sent on the PostgreSQL event bus by the transaction that stores it (when the connection
   names a bus channel). It concerns `run_events`, not these states; listed here so that every
   effect of a move is found from this file.
@@ -55,9 +55,9 @@ from heddle.runs_vocabulary import (  # noqa: F401 (re-exported: loom names them
     QUEUED,
     RUNNING,
     STATES,
+    TERMINAL,
 )
 
-TERMINAL = frozenset({CLOSED, FAILED})
 RUN_INITIAL = frozenset({RUNNING, QUEUED})  # what a new run is inserted as
 # A cancelled run is `failed` with this error code (event "cancel", heddle/loom/cancellation.py).
 CANCELLED = "cancelled"

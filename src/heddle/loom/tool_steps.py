@@ -10,8 +10,9 @@ go back to the model in call order because the history reads calls by `seq`
 `awaiting_outcome` and the engine pauses once every pending call is recorded.
 
 Every call's arguments are first checked against the JSON Schema its tool declares (every
-kind, here rather than in each kind): a violation is the call's result, a tool error the model
-reads (`invalid_arguments`, with the path and reason), and no host is called or paid.
+kind, heddle/loom/tools/arguments.py, rather than in each kind): a violation is the call's
+result, a tool error the model reads (`invalid_arguments`, with the path and reason), and no
+host is called or paid.
 """
 
 from __future__ import annotations
@@ -35,13 +36,12 @@ from heddle.loom.states import (
     RunFailure,
     StaleExecutor,
 )
-from heddle.loom.tools import ToolExecution, ToolKinds
+from heddle.loom.tools import ToolExecution, ToolKinds, arguments
 from heddle.loom.tools.base import failed
 from heddle.loom.unit_of_work import RunUnitOfWork
 from heddle.observability import tracing
 from heddle.observability.metrics import Metrics
 from heddle.observability.request_log import insert_rows
-from heddle.outbound.mcp import arguments_problem
 from heddle.text import mark_nul_replaced
 
 
@@ -111,9 +111,9 @@ class ToolSteps:
             await self._record_tool(run, fence, call, CALL_AWAITING_OUTCOME, result)
             return CALL_AWAITING_OUTCOME, result
         schema = self.tools.parameters(agent, call.name)
-        problem = arguments_problem(schema, call.args or {}) if schema is not None else None
+        problem = arguments.problem(schema, call.args or {}) if schema is not None else None
         if problem is not None:
-            execution = failed("invalid_arguments", f"The arguments do not match the tool's parameters: {problem}")
+            execution = failed("invalid_arguments", arguments.invalid_arguments_message(problem))
         else:
             # The tool kind writes its own fenced marks (an in-flight attempt, a charge) and
             # checks the fence before each attempt, so a stale executor calls no tool host.

@@ -3,19 +3,24 @@
 A `RunWork` is one transaction that changes runs: it moves runs and tool calls by the events
 of the two tables in heddle/loom/states.py (nothing else writes `runs.state` or
 `tool_calls.status`; tests/loom/test_unit_of_work.py checks the source for it), inserts new
-runs and tool calls in an initial state, stages the events the change causes, and commits.
-Only after the commit does `RunUnitOfWork.after_commit` run the registered hooks (SSE
-wake-ups, the realtime publish, the webhook dispatcher's wake-up, the executor's submit), so
-no effect ever describes a change that was rolled back.
+runs and tool calls in an initial state, and records the events the change causes.
+
+A unit of work ends itself: whoever opens it writes `async with ... as work:`, calls the
+service, and leaves the block. Leaving it stages the recorded events (and the webhook
+deliveries they owe) in the transaction, takes the charges left for last, commits, and only
+then runs the hooks registered at start-up (SSE wake-ups, the realtime publish, the webhook
+dispatcher's wake-up, the executor's submit), so no effect ever describes a change that was
+rolled back. An exception leaving the block rolls everything back and runs no hook. No route
+or service stages, commits or runs the hooks itself (tests/architecture checks the source).
 
 Two ways in:
-- `async with uow.transaction(fence=...) as work:` opens the transaction itself (the engine,
-  the retention pruner). With `fence` (heddle/loom/lease.py) every write also requires that
-  this executor still holds the run: `work.hold()` renews the lease and carries the step's
-  other columns in the same UPDATE, so a fenced move costs no extra round trip.
-- `uow.join(session, realtime=...)`: a request's own write session (the route commits it
-  together with its Idempotency-Key record); the route then calls `work.stage()`, commits,
-  and `uow.after_commit(work, defer=...)`.
+- `async with uow.transaction(fence=...) as work:` opens its own transaction (the engine, the
+  retention pruner). With `fence` (heddle/loom/lease.py) every write also requires that this
+  executor still holds the run: `work.hold()` renews the lease and carries the step's other
+  columns in the same UPDATE, so a fenced move costs no extra round trip.
+- `async with uow.joined(session, finish=...) as work:` in a request's own write session
+  (heddle/loom/write_request.py): `finish` commits it together with the request's
+  Idempotency-Key record.
 """
 
 from __future__ import annotations
@@ -32,13 +37,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
 from heddle.billing import service as billing
+from heddle.db import dialect
 from heddle.db.base import Database, utcnow
-from heddle.loom import run_events
-from heddle.loom.channels import EventSink, payload, thread_channel
+from heddle.loom import event_outbox, run_event
+from heddle.loom.channels import EventSink
 from heddle.loom.lease import Fence
 from heddle.loom.models import Run, ToolCall
-from heddle.loom.schemas import Message as MessageModel
-from heddle.loom.schemas import Run as RunModel
+from heddle.loom.run_event import RunEvent
 from heddle.loom.states import (
     CALL_INITIAL,
     CALL_PENDING,
@@ -89,7 +94,8 @@ class RunWork:
     # The workspace's realtime flag when the caller knows it; None: looked up before publishing.
     realtime: bool | None = None
     workspace_id: str | None = None
-    events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    # What the change causes, in order (RunEvent: heddle/loom/run_event.py).
+    events: list[RunEvent] = field(default_factory=list)
     submit: list[uuid.UUID] = field(default_factory=list)
     # Runs this transaction created (their row is its own until commit, their event log empty),
     # by workspace: staging their events needs neither the row lock nor the log's last seq.
@@ -97,7 +103,7 @@ class RunWork:
     # Runs whose row this transaction locked already (a fenced UPDATE), by workspace.
     held: dict[uuid.UUID, str] = field(default_factory=dict)
     # Events stored ahead of the staged ones (a reply's deltas, published already).
-    first: dict[uuid.UUID, list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
+    first: dict[uuid.UUID, list[RunEvent]] = field(default_factory=dict)
     # Set by `stage()` when the transaction owes a webhook delivery: only then is the
     # dispatcher woken after the commit.
     webhooks_owed: bool = False
@@ -107,6 +113,8 @@ class RunWork:
     staged: bool = False
     # Workspaces whose webhook endpoint this transaction already asked about (see hold()).
     endpoints: dict[str, bool] = field(default_factory=dict)
+    # Charges taken when the unit ends, after its events are staged (see charge_last).
+    last_charges: list[tuple[Run, int, str, str]] = field(default_factory=list)
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -141,7 +149,7 @@ class RunWork:
         if event is not None:
             values = {**values, **transition_values(RUNNING, event)}
         if (run is not None and values.get("state") in run_rule.WEBHOOK_STATES
-                and self.session.bind.dialect.name == "postgresql"):
+                and dialect.statements_are_dear(self.session)):
             # A change that may owe a webhook: the UPDATE also says whether the workspace has an
             # endpoint, which staging would otherwise ask in a statement of its own.
             self.endpoints[run.workspace_id] = bool(
@@ -190,6 +198,13 @@ class RunWork:
         await billing.charge(self.session, run.workspace_id, amount_micro, reason=reason, ref=ref, run_id=run.id,
                              key_id=run.key_id)
 
+    def charge_last(self, run: Run, amount_micro: int, *, reason: str, ref: str) -> None:
+        """`charge`, taken when the unit ends, after its events are staged and just before the
+        commit: the charge locks the workspace's row until the commit, and every run of the
+        workspace charges that row, so it is held for as few round trips as can be
+        (docs/decisions.md, issue 31's third pass). billing.InsufficientCredits leaves the block."""
+        self.last_charges.append((run, amount_micro, reason, ref))
+
     # -- tool calls -----------------------------------------------------------------------
 
     async def insert_tool_calls(self, rows: list[dict[str, Any]]) -> None:
@@ -234,26 +249,36 @@ class RunWork:
     # -- what the change causes -----------------------------------------------------------
 
     def message_created(self, thread_id: uuid.UUID, message: dict[str, Any] | BaseModel) -> None:
-        assert not self.staged, "an event recorded after stage() would never be stored"
-        self.events.append((thread_channel(thread_id), "message.created", payload(MessageModel, message)))
+        assert not self.staged, "an event recorded after staging would never be stored"
+        self.events.append(run_event.message_created(thread_id, message))
 
     def run_updated(self, thread_id: uuid.UUID, run: dict[str, Any] | BaseModel) -> None:
-        assert not self.staged, "an event recorded after stage() would never be stored"
-        self.events.append((thread_channel(thread_id), "run.updated", payload(RunModel, run)))
+        assert not self.staged, "an event recorded after staging would never be stored"
+        self.events.append(run_event.run_updated(thread_id, run))
 
     def thread_deleted(self, thread_id: uuid.UUID, why: str) -> None:
-        self.events.append((thread_channel(thread_id), "thread.deleted",
-                            {"thread_id": str(thread_id), "reason": why}))
+        self.events.append(run_event.thread_deleted(thread_id, why))
+
+    def changed_runs(self) -> set[uuid.UUID]:
+        """The runs whose events this unit recorded."""
+        return {event.run_id for event in self.events if event.run_id is not None}
 
     def start(self, run_id: uuid.UUID) -> None:
         """After the commit, submit the run to the executor (or nudge the one already on it)."""
         self.submit.append(run_id)
 
-    async def stage(self) -> None:
-        """Store the run events (and the webhook deliveries they owe) in this transaction."""
+    async def _end(self) -> None:
+        """What leaving the unit does before its commit: store the run events (and the webhook
+        deliveries they owe) in this transaction, then take the charges left for last."""
         if not self.staged:
             self.staged = True
-            await run_events.stage(self)
+            stored_first = [event for events in self.first.values() for event in events]
+            self.webhooks_owed = await event_outbox.stage(
+                self.session, [*stored_first, *self.events], held=self.held, created=self.created,
+                endpoints=self.endpoints)
+        for run, amount_micro, reason, ref in self.last_charges:
+            await self.charge(run, amount_micro, reason=reason, ref=ref)
+        self.last_charges.clear()
 
 
 # A hook gets the committed unit of work; `deferrable` hooks may run after the HTTP response.
@@ -286,9 +311,18 @@ class RunUnitOfWork:
 
         self.on_commit(submit)
 
-    def join(self, session: AsyncSession, *, realtime: bool | None = None) -> RunWork:
-        """A unit of work in the caller's transaction (a request's write session)."""
-        return RunWork(session, realtime=realtime, preclaim=self._preclaim)
+    @asynccontextmanager
+    async def joined(self, session: AsyncSession, *, finish: Callable[[AsyncSession], Awaitable[Any]],
+                     realtime: bool | None = None,
+                     defer: Callable[[Callable[[], Awaitable[None]]], None] | None = None) -> AsyncIterator[RunWork]:
+        """A unit of work in the caller's open transaction (a request's write session): on
+        leaving, staged, then `finish(session)` (which commits it, with whatever else the
+        transaction owes), then the hooks; `defer` takes the deferrable ones for later."""
+        work = RunWork(session, realtime=realtime, preclaim=self._preclaim)
+        yield work
+        await work._end()
+        await finish(session)
+        await self._after_commit(work, defer)
 
     @asynccontextmanager
     async def transaction(self, *, fence: Fence | None = None, realtime: bool | None = None,
@@ -298,11 +332,11 @@ class RunUnitOfWork:
             work = RunWork(session, fence=fence, realtime=realtime, workspace_id=workspace_id,
                            preclaim=self._preclaim)
             yield work
-            await work.stage()
-        await self.after_commit(work)
+            await work._end()
+        await self._after_commit(work)
 
-    async def after_commit(self, work: RunWork,
-                           defer: Callable[[Callable[[], Awaitable[None]]], None] | None = None) -> None:
+    async def _after_commit(self, work: RunWork,
+                            defer: Callable[[Callable[[], Awaitable[None]]], None] | None = None) -> None:
         """Run the hooks of a committed unit; `defer` takes the deferrable ones for later."""
         for hook in self._now:
             await hook(work)
@@ -332,7 +366,7 @@ def publish_to(uow: RunUnitOfWork, sink: EventSink) -> AfterCommit:
     async def publish(work: RunWork) -> None:
         if not work.events or not await uow.realtime_enabled(work):
             return
-        for channel, name, data in work.events:
-            await sink.publish(channel, name, data)
+        for event in work.events:
+            await sink.publish(event.channel, event.name, event.payload)
 
     return publish

@@ -30,13 +30,19 @@ async def awaiting_approval(session: AsyncSession, run_id) -> list[ToolCall]:
         ToolCall.run_id == run_id, ToolCall.status == CALL_AWAITING_APPROVAL).order_by(ToolCall.seq)))
 
 
-async def render_run(session: AsyncSession, run: Run, latest: Any = False) -> dict[str, Any]:
-    """The run as the API shows it; `latest` is its latest answer when the caller read it already."""
+# `render_run`'s `latest` when the caller has not read the run's latest answer (None is an answer
+# read already: the run has none yet).
+NOT_READ: Any = object()
+
+
+async def render_run(session: AsyncSession, run: Run, latest: Any = NOT_READ) -> dict[str, Any]:
+    """The run as the API shows it; `latest`: its latest answer (or None) when the caller read it
+    already, else read here."""
     awaiting = await q.awaiting_tool_calls(session, run.id) if run.state == AWAITING_OUTCOME else None
     # Waiting for input without a question: an `interaction: approve` call asks first.
     approvals = (await awaiting_approval(session, run.id)
                  if run.state == AWAITING_INPUT and run.pending_question is None else None)
-    if latest is False:
+    if latest is NOT_READ:
         latest = await q.latest_assistant_message(session, run.id)
     return run_dict(run, latest=latest,
                     connection=await q.connection_ref(session, run.connection_id), awaiting=awaiting,

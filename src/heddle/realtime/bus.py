@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from heddle.observability.logging import get_logger
 from heddle.realtime import protocol
 from heddle.realtime.hub import RealtimeHub
-from heddle.runs_vocabulary import DELTA_EVENT, PACKED_DELTAS
+from heddle.runs_vocabulary import unpack
 
 log = get_logger(__name__)
 
@@ -69,12 +69,11 @@ def decode_events(message: str) -> list[tuple[str, str, dict[str, Any]]]:
     doc = json.loads(message)
     if not isinstance(doc, dict):
         raise ValueError("not an event")
-    channel, event, data = str(doc.get("c")), str(doc.get("e")), doc.get("d")
-    if event == PACKED_DELTAS and isinstance(data, list) and all(isinstance(d, dict) for d in data):
-        return [(channel, DELTA_EVENT, piece) for piece in data]
-    if not isinstance(data, dict):
+    channel = str(doc.get("c"))
+    events = unpack(str(doc.get("e")), doc.get("d"))  # a packed row's pieces (heddle/runs_vocabulary.py)
+    if not all(isinstance(data, dict) for _, data in events):
         raise ValueError("not an event")
-    return [(channel, event, data)]
+    return [(channel, event, data) for event, data in events]
 
 
 def database_settings(kind: str, channel: str) -> dict[str, str]:

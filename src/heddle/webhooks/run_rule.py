@@ -2,7 +2,7 @@
 
 A Run as the API shows it is the payload. A `run.updated` that repeats the state the run was
 already in (one of several outcomes posted, say) is not a new webhook. The run's event log
-(heddle/loom/run_events.py) applies this rule in the transaction of the change, so a delivery
+(heddle/loom/event_outbox.py) applies this rule in the transaction of the change, so a delivery
 is owed exactly when the change commits (heddle/webhooks/outbox.py).
 """
 

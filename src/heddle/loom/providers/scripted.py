@@ -1,4 +1,4 @@
-"""The built-in `scripted` model: deterministic, no network (CONTRACT section 4).
+"""The built-in `scripted` model: deterministic, no network, always present (docs/configuration.md).
 
 It lets the whole service run, and be tested, with no model provider. After tool results it
 summarises them and stops; otherwise it reads the latest user message:
