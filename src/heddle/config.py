@@ -111,6 +111,19 @@ class Settings(BaseSettings):
     # How long an MCP server's tool list is trusted (per connection and subject) before a run
     # lists it again; a `list_changed` notification drops it sooner (heddle/loom/tools/mcp.py).
     mcp_tools_ttl_seconds: float = Field(default=300.0, gt=0)
+    # How much of an MCP server is taken in (heddle/outbound/mcp_limits.py; issue 40): a tool
+    # list's bytes (all pages), pages and tools, one list's or call's whole time with its
+    # resumptions, resumptions of one request, and the tool-list cache's bytes (all lists).
+    mcp_max_list_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    mcp_max_pages: int = Field(default=20, ge=1)
+    mcp_max_tools: int = Field(default=256, ge=1)
+    mcp_call_deadline_seconds: float = Field(default=30.0, gt=0)
+    mcp_max_resumptions: int = Field(default=5, ge=0)
+    mcp_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    # What one model turn may offer (heddle/loom/tools/names.py): tools, and bytes of their
+    # parameters' JSON Schemas; past either the run fails with `tools_over_turn_limit`.
+    tools_max_per_turn: int = Field(default=128, ge=1)
+    tools_max_schema_bytes: int = Field(default=256 * 1024, ge=1024)
     # How often the retention pruner erases threads idle past their workspace's retention_days (0 = never).
     retention_sweep_seconds: float = Field(default=3600.0, ge=0)
     sse_heartbeat_seconds: float = Field(default=15.0, gt=0)  # GET /runs/{id}/events: comment line when idle

@@ -244,7 +244,7 @@ class RunEngine:
             await session.execute(_INSERT_TURN, {
                 "id": turn_id, "run_id": run.id, "seq": turn_seq, "model_class": model_class.name,
                 "input_tokens": response.input_tokens, "output_tokens": response.output_tokens,
-                "cost_micro": cost, "request": {**response.request, "history": history},
+                "cost_micro": cost, "request": {**response.request, "history": history, **toolset.trace()},
                 "response": {**response.response, "text": response.text,
                              **({"nul_replaced": nul_replaced} if nul_replaced else {})},
                 "latency_ms": round((time.perf_counter() - started) * 1000, 3), "created_at": utcnow(),
