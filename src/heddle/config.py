@@ -131,6 +131,14 @@ class Settings(BaseSettings):
     # Open streams at once (per process; 0 = no cap): 429 `rate_limited` beyond (loom/stream_limits.py)
     sse_max_streams_per_key: int = Field(default=100, ge=0)
     sse_max_streams_per_subject: int = Field(default=10, ge=0)
+    # ... from one client address, and in all (0 = half of max_connections, so that streams never
+    # hold the connections other requests need; issue 40). They count GET /mcp streams too.
+    sse_max_streams_per_address: int = Field(default=100, ge=0)
+    sse_max_streams_total: int = Field(default=0, ge=0)
+    # GET /mcp (the MCP endpoint's event stream): its longest life, and how often open ones are
+    # checked for a revoked key (closed within that many seconds of `heddle key revoke`).
+    mcp_stream_max_seconds: float = Field(default=600.0, gt=0)
+    mcp_stream_check_seconds: float = Field(default=2.0, gt=0)
 
     # --- realtime ---
     realtime: Literal["builtin", "pusher", "off"] = "builtin"
@@ -199,6 +207,11 @@ class Settings(BaseSettings):
             return self.public_url.rstrip("/")
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+
+    def sse_streams_total(self) -> int:
+        """The cap on all open event streams of a process (0 = none): the setting, else half of
+        max_connections."""
+        return self.sse_max_streams_total or self.max_connections // 2
 
     @property
     def allow_private_outbound(self) -> bool:
