@@ -322,7 +322,7 @@ def _fate(bridge: Bridge, exc: BaseException) -> McpCallResult:
         return McpCallResult(
             "unknown", error={"code": "bad_gateway", "message": f"the server answered HTTP {bridge.call_status}"}
         )
-    if mcp_error is not None and mcp_error.error.code == types.CONNECTION_CLOSED:
+    if mcp_error is not None and _closed(mcp_error):
         # The response stream ended without an answer: the server had the request.
         return McpCallResult("unknown", error={"code": "connection_lost", "message": mcp_error.error.message})
     if mcp_error is not None:
@@ -340,7 +340,7 @@ def _session_failure(bridge: Bridge, exc: BaseException) -> AttemptFailed:
     if bridge.limit is not None and bridge.failure is not None:
         return bridge.failure
     mcp_error = _find(exc, MCPError)
-    if mcp_error is not None and not _stand_in(mcp_error) and mcp_error.error.code != types.CONNECTION_CLOSED:
+    if mcp_error is not None and not _stand_in(mcp_error) and not _closed(mcp_error):
         error = _jsonrpc_error(mcp_error)
         return AttemptFailed(error["code"], error["message"], sent=True, retryable=(bridge.refused or 0) >= 500)
     if bridge.failure is not None:
@@ -357,6 +357,14 @@ def _session_failure(bridge: Bridge, exc: BaseException) -> AttemptFailed:
 
 def _stand_in(error: MCPError) -> bool:
     return error.error.message in _SDK_STAND_INS
+
+
+def _closed(error: MCPError) -> bool:
+    """The SDK's own "no answer came" (its code, -32000, is one a server may use for its own
+    errors too: "backend database down" is the server's, "Connection closed" the SDK's)."""
+    message = error.error.message
+    return error.error.code == types.CONNECTION_CLOSED and (message == "Connection closed"
+                                                            or message.startswith("SSE stream"))
 
 
 def _jsonrpc_error(error: MCPError) -> dict[str, str]:

@@ -92,6 +92,7 @@ class Bridge(httpx2.AsyncBaseTransport):
         body = await request.aread()
         is_call = request.method == "POST" and jsonrpc_method(body) == "tools/call"
         resuming = request.method == "GET" and "last-event-id" in request.headers
+        is_call = is_call or (resuming and self.call_status is not None)  # resuming the call's stream
         counts = request.method != "GET" or resuming  # the optional listen stream does not
         if resuming:
             await self._before_resumption(is_call)
@@ -114,7 +115,7 @@ class Bridge(httpx2.AsyncBaseTransport):
             failure = self._failed(send_failure(exc), is_call, counts)
             kind = httpx2.ConnectError if not failure.sent else httpx2.ReadError
             raise kind(failure.error.message) from None
-        if is_call:
+        if is_call and request.method == "POST":
             self.call_status = response.status_code
         if response.status_code >= 400 and counts:
             self.refused = response.status_code
