@@ -17,8 +17,8 @@ module adds what Heddle's outbound calls have everywhere else:
   before any byte left is ``failed`` and safe to retry. The bridge watches the wire to tell.
 
 Tool lists are cached per connection for a TTL and dropped when the server sends
-`notifications/tools/list_changed`; the cache is bounded in bytes (what the servers sent for
-the lists it holds), not only in entries. Each list or call is one short MCP session
+`notifications/tools/list_changed`; the cache is bounded in bytes (each list weighs its JSON
+plus about a kilobyte per parsed tool), not only in entries. Each list or call is one short MCP session
 (initialize, request, close), so nothing is held open between a run's steps, and each is
 bounded as a whole: a deadline including reconnects and resumptions, bytes, pages and tools of
 a list (heddle/outbound/mcp_limits.py; the wire side is heddle/outbound/mcp_bridge.py).
@@ -49,7 +49,7 @@ from mcp.shared.exceptions import MCPError
 from heddle.outbound.exchange import MAX_ERROR_MESSAGE, AttemptFailed
 from heddle.outbound.hosted_tools import FATE_UNKNOWN_STATUSES
 from heddle.outbound.mcp_bridge import Bridge, describe
-from heddle.outbound.mcp_limits import DEADLINE_EXCEEDED, TOO_MANY_PAGES, TOO_MANY_TOOLS, McpLimits, listed_size
+from heddle.outbound.mcp_limits import DEADLINE_EXCEEDED, TOO_MANY_PAGES, TOO_MANY_TOOLS, McpLimits, listed_size, weight
 from heddle.outbound.retry import RETRYABLE_STATUSES
 from heddle.outbound.signing import UNIQUE_TIMESTAMPS, UniqueTimestamps
 
@@ -134,7 +134,7 @@ def arguments_problem(schema: Mapping[str, Any], arguments: Any) -> str | None:
 
 @dataclass(frozen=True)
 class _Listed:
-    """A cached tool list and its weight for the cache (the bytes its server sent for it)."""
+    """A cached tool list and its weight for the cache (mcp_limits.weight: its JSON and its tools)."""
 
     tools: tuple[McpTool, ...]
     size: int
@@ -210,7 +210,7 @@ class McpClient:
             failure = _session_failure(bridge, exc)
             raise McpUnavailable(failure.error.code, failure.error.message, retryable=failure.retryable) from None
         try:
-            self._tools[(scope, url)] = _Listed(tools, bridge.bytes_read)
+            self._tools[(scope, url)] = _Listed(tools, weight(bridge.bytes_read, len(tools)))
         except ValueError:  # larger than the whole cache: used once, not kept
             pass
         self._gauge()
