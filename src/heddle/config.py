@@ -120,6 +120,7 @@ class Settings(BaseSettings):
     mcp_call_deadline_seconds: float = Field(default=30.0, gt=0)
     mcp_max_resumptions: int = Field(default=5, ge=0)
     mcp_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    mcp_refusal_seconds: float = Field(default=60.0, gt=0)  # a list refused at a bound: not asked again
     # What one model turn may offer (heddle/loom/tools/names.py): tools, and bytes of their
     # parameters' JSON Schemas; past either the run fails with `tools_over_turn_limit`.
     tools_max_per_turn: int = Field(default=128, ge=1)

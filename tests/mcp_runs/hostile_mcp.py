@@ -52,7 +52,9 @@ class HostileMcpServer(ServerThread):
                  pad: int = 400):
         self.mode, self.per_page, self.pages, self.pad = mode, per_page, pages, pad
         self.counts: Counter[str] = Counter()
-        app = Starlette(routes=[Route("/mcp", self._handle, methods=["GET", "POST", "DELETE"])])
+        app = Starlette(routes=[Route("/mcp", self._handle, methods=["GET", "POST", "DELETE"]),
+                                Route("/mint", _mint, methods=["POST"]),
+                                Route("/counts", lambda _: JSONResponse(dict(self.counts)))])
         super().__init__(app, host=host)
         self.url = f"{self.url}/mcp"
 
@@ -95,6 +97,12 @@ class HostileMcpServer(ServerThread):
         return _json(message["id"], {"tools": tools, **({"nextCursor": str(page + 1)} if more else {})})
 
 
+async def _mint(request: Request) -> JSONResponse:
+    """A mint that gives any subject a token (the hostile server never checks it): for the bench,
+    whose attacker runs in relay mode."""
+    return JSONResponse({"token": "hostile-token", "expires_in": 300})
+
+
 def _json(id_: Any, result: Any = None, error: Any = None) -> JSONResponse:
     body = {"jsonrpc": "2.0", "id": id_, **({"error": error} if error is not None else {"result": result})}
     return JSONResponse(body, headers={"mcp-session-id": SESSION})
@@ -107,3 +115,20 @@ def _one_event(event_id: int) -> StreamingResponse:
         yield f"id: {event_id}\nretry: 0\ndata: \n\n".encode()
 
     return StreamingResponse(body(), media_type="text/event-stream", headers={"mcp-session-id": SESSION})
+
+
+if __name__ == "__main__":  # bench/abuse_mcp.py runs the server in a process of its own
+    import argparse
+    import threading
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", default="paged")
+    parser.add_argument("--host", default="127.0.0.3")
+    parser.add_argument("--per-page", type=int, default=1600)
+    parser.add_argument("--pages", type=int, default=50)
+    parser.add_argument("--pad", type=int, default=400)
+    args = parser.parse_args()
+    server = HostileMcpServer(args.host, mode=args.mode, per_page=args.per_page, pages=args.pages, pad=args.pad)
+    with server:
+        print(server.url, flush=True)
+        threading.Event().wait()

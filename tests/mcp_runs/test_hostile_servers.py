@@ -52,6 +52,10 @@ def test_the_issues_paged_list_is_refused_at_its_first_page(http, tenant, hostil
     assert run["state"] == "failed" and run["error"]["code"] == "mcp_too_many_tools", run
     assert hostile.counts["tools/list"] == 1
     assert limit_count(http, "mcp_too_many_tools") == before + 1
+    # Refused for the connection, whatever the subject: another subject's run fetches nothing.
+    _, _, run = run_once(http, tenant, 'call: t0_0 {}', subject="web:mallory")
+    assert run["state"] == "failed" and run["error"]["code"] == "mcp_too_many_tools", run
+    assert hostile.counts["tools/list"] == 1 and hostile.counts["initialize"] == 1
 
 
 def test_a_paged_list_past_its_bytes_is_cut_off_while_read(http, tenant, hostile):

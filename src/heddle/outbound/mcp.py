@@ -34,7 +34,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import httpx
@@ -44,20 +44,22 @@ from cachetools import TTLCache
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 
-from heddle.outbound.exchange import MAX_ERROR_MESSAGE, AttemptFailed
-from heddle.outbound.hosted_tools import FATE_UNKNOWN_STATUSES
-from heddle.outbound.mcp_bridge import Bridge, describe
-from heddle.outbound.mcp_limits import DEADLINE_EXCEEDED, TOO_MANY_PAGES, TOO_MANY_TOOLS, McpLimits, listed_size, weight
-from heddle.outbound.retry import RETRYABLE_STATUSES
+from heddle.outbound.exchange import MAX_ERROR_MESSAGE
+from heddle.outbound.mcp_bridge import Bridge
+from heddle.outbound.mcp_causes import McpCallResult, call_fate, find, session_failure
+from heddle.outbound.mcp_limits import (
+    DEADLINE_EXCEEDED,
+    LIMIT_CODES,
+    TOO_MANY_PAGES,
+    TOO_MANY_TOOLS,
+    McpLimits,
+    listed_size,
+    weight,
+)
 from heddle.outbound.signing import UNIQUE_TIMESTAMPS, UniqueTimestamps
 
 CLIENT_INFO = types.Implementation(name="heddle", version="1.0")
-# The SDK's stand-ins for an HTTP refusal without a JSON-RPC error in its body: then the
-# status is the cause (streamable_http._handle_post_request).
-_SDK_STAND_INS = {"Server returned an error response", "Session terminated", "Not Found"}
-CallStatus = Literal["succeeded", "tool_error", "failed", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -68,23 +70,6 @@ class McpTool:
     description: str
     input_schema: dict[str, Any]
     annotations: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class McpCallResult:
-    """What came of one `tools/call`.
-
-    * ``succeeded``: ``result`` is the tool's `structuredContent`, else its text content.
-    * ``tool_error``: the tool ran and said `isError`; ``result`` is what it said, for the model.
-    * ``failed``: it did not run (refused before sending, a JSON-RPC error, bad arguments);
-      ``retryable`` says whether trying again may help.
-    * ``unknown``: sent, and no answer came: it may have run.
-    """
-
-    status: CallStatus
-    result: Any = None
-    error: dict[str, str] | None = None
-    retryable: bool = False
 
 
 class McpUnavailable(Exception):
@@ -167,6 +152,10 @@ class McpClient:
         self._tools: TTLCache[tuple[str, str], _Listed] = TTLCache(
             self.limits.cache_bytes, ttl, timer=clock, getsizeof=listed_size
         )
+        # Lists refused at a bound, by (connection, url): their error, for refusal_seconds.
+        self._refused: TTLCache[tuple[str, str], dict[str, str]] = TTLCache(
+            4096, self.limits.refusal_seconds, timer=clock
+        )
 
     def forget(self, url: str, scope: str = "") -> None:
         """Drop a cached tool list (the server said it changed)."""
@@ -193,21 +182,36 @@ class McpClient:
         self, url: str, *, request_secret: str, bearer: str | None = None, scope: str = ""
     ) -> tuple[McpTool, ...]:
         """Every tool of the server at ``url``, following `nextCursor` within the limits; cached
-        under (``scope``, ``url``): give the connection's id as ``scope``."""
+        under (``scope``, ``url``): give ``"CONNECTION:SUBJECT"`` as ``scope``.
+
+        A list refused at a bound is remembered for the connection (whatever the subject) for
+        `limits.refusal_seconds`: a run asking again fails at once rather than fetching and
+        parsing megabytes again, and new subjects do not buy new fetches."""
         cached = self._tools.get((scope, url))
         if cached is not None:
             return cached.tools
+        refusal_key = (scope.partition(":")[0], url)
+        if (refused := self._refused.get(refusal_key)) is not None:
+            raise McpUnavailable(refused["code"], refused["message"], retryable=False)
+        try:
+            return await self._list(url, request_secret, bearer, scope)
+        except McpUnavailable as exc:
+            if exc.error["code"] in LIMIT_CODES:
+                self._refused[refusal_key] = exc.error
+            raise
+
+    async def _list(self, url: str, request_secret: str, bearer: str | None, scope: str) -> tuple[McpTool, ...]:
         bridge = self._bridge(request_secret, max_bytes=self.limits.max_list_bytes)
         try:
             with anyio.fail_after(bridge.remaining()):
                 async with self._session(url, bearer, bridge, scope) as session:
                     tools = await _all_tools(session, self.limits, bridge)
         except Exception as exc:  # the SDK's errors, or a transport failure inside its task group
-            if (bound := _find(exc, McpUnavailable)) is not None:
+            if (bound := find(exc, McpUnavailable)) is not None:
                 raise McpUnavailable(bound.error["code"], bound.error["message"], retryable=bound.retryable) from None
             if isinstance(exc, TimeoutError) and bridge.limit is None:
                 bridge.over(DEADLINE_EXCEEDED, f"listing the tools took longer than {self.limits.deadline_seconds:g} s")
-            failure = _session_failure(bridge, exc)
+            failure = session_failure(bridge, exc)
             raise McpUnavailable(failure.error.code, failure.error.message, retryable=failure.retryable) from None
         try:
             self._tools[(scope, url)] = _Listed(tools, weight(bridge.bytes_read, len(tools)))
@@ -255,7 +259,7 @@ class McpClient:
                                       sent=bridge.call_status is not None)
                 if bridge.call_status is None:  # not sent: nothing happened
                     return McpCallResult("failed", error=failure.error.as_dict(), retryable=True)
-            return _fate(bridge, exc)
+            return call_fate(bridge, exc)
         return _answer(result)
 
     @asynccontextmanager
@@ -305,79 +309,3 @@ def _answer(result: types.CallToolResult) -> McpCallResult:
             else [block.model_dump(by_alias=True, exclude_none=True, mode="json") for block in result.content]
         )
     return McpCallResult("tool_error" if result.is_error else "succeeded", result=value)
-
-
-def _fate(bridge: Bridge, exc: BaseException) -> McpCallResult:
-    """What the wire says about a `tools/call` that raised."""
-    failure = bridge.call_failure
-    if failure is not None:
-        return McpCallResult(
-            "unknown" if failure.sent else "failed", error=failure.error.as_dict(), retryable=failure.retryable
-        )
-    if bridge.call_status is None:  # the session failed before the call was written
-        failure = _session_failure(bridge, exc)
-        return McpCallResult("failed", error=failure.error.as_dict(), retryable=failure.retryable)
-    mcp_error = _find(exc, MCPError)
-    if bridge.call_status in FATE_UNKNOWN_STATUSES and (mcp_error is None or _stand_in(mcp_error)):
-        return McpCallResult(
-            "unknown", error={"code": "bad_gateway", "message": f"the server answered HTTP {bridge.call_status}"}
-        )
-    if mcp_error is not None and _closed(mcp_error):
-        # The response stream ended without an answer: the server had the request.
-        return McpCallResult("unknown", error={"code": "connection_lost", "message": mcp_error.error.message})
-    if mcp_error is not None:
-        return McpCallResult(
-            "failed", error=_jsonrpc_error(mcp_error), retryable=bridge.call_status >= 500
-        )
-    return McpCallResult("unknown", error={"code": "mcp_error", "message": describe(exc)})
-
-
-def _session_failure(bridge: Bridge, exc: BaseException) -> AttemptFailed:
-    """Why a session failed before any `tools/call` was written: a bound, the server's own
-    JSON-RPC error, a transport failure, an HTTP refusal of a request that mattered (the SDK
-    reports one without a JSON-RPC body as a stand-in error, so the status is taken from the
-    wire), or the SDK's own error."""
-    if bridge.limit is not None and bridge.failure is not None:
-        return bridge.failure
-    mcp_error = _find(exc, MCPError)
-    if mcp_error is not None and not _stand_in(mcp_error) and not _closed(mcp_error):
-        error = _jsonrpc_error(mcp_error)
-        return AttemptFailed(error["code"], error["message"], sent=True, retryable=(bridge.refused or 0) >= 500)
-    if bridge.failure is not None:
-        return bridge.failure
-    if bridge.refused is not None:
-        return AttemptFailed(
-            "host_refused",
-            f"the server answered HTTP {bridge.refused}",
-            sent=True,
-            retryable=bridge.refused in RETRYABLE_STATUSES,
-        )
-    return AttemptFailed("mcp_error", describe(exc), sent=True)
-
-
-def _stand_in(error: MCPError) -> bool:
-    return error.error.message in _SDK_STAND_INS
-
-
-def _closed(error: MCPError) -> bool:
-    """The SDK's own "no answer came" (its code, -32000, is one a server may use for its own
-    errors too: "backend database down" is the server's, "Connection closed" the SDK's)."""
-    message = error.error.message
-    return error.error.code == types.CONNECTION_CLOSED and (message == "Connection closed"
-                                                            or message.startswith("SSE stream"))
-
-
-def _jsonrpc_error(error: MCPError) -> dict[str, str]:
-    """The server's JSON-RPC error as a call's or a run's cause: its code and its message."""
-    message = f"the server answered JSON-RPC error {error.error.code}: {error.error.message}"
-    return {"code": "mcp_error", "message": message[:MAX_ERROR_MESSAGE]}
-
-
-def _find(exc: BaseException, kind: type[BaseException]) -> Any:
-    if isinstance(exc, kind):
-        return exc
-    for inner in getattr(exc, "exceptions", ()):  # an ExceptionGroup from the SDK's task groups
-        found = _find(inner, kind)
-        if found is not None:
-            return found
-    return None

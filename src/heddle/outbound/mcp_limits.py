@@ -17,6 +17,10 @@ be read, a call's `error.code` when the call cannot finish) and counts in
 | resumptions (`Last-Event-ID`) of one request | `HEDDLE_MCP_MAX_RESUMPTIONS` | `mcp_too_many_resumptions` |
 | bytes of the tool-list cache (all connections) | `HEDDLE_MCP_CACHE_BYTES` | (the oldest lists are dropped) |
 
+A list refused at a bound is remembered for its connection (every subject) for
+`HEDDLE_MCP_REFUSAL_SECONDS`: runs that ask again fail at once with the same code, so a server
+that sends megabytes costs one fetch a minute, not one per turn (or per subject).
+
 The tools and schema bytes one model turn offers are loom's (heddle/loom/tools/names.py,
 `tools_over_turn_limit`); the size of one response is the outbound client's (`response_too_large`).
 A resumption waits `backoff(n)` before it goes out, whatever `retry:` the server asked for.
@@ -43,6 +47,7 @@ class McpLimits:
     deadline_seconds: float = 30.0
     max_resumptions: int = 5
     cache_bytes: int = 64 * 1024 * 1024
+    refusal_seconds: float = 60.0  # a connection whose list was refused at a bound is not asked again
     backoff_base: float = 0.25  # seconds before the first resumption; doubled each time
     backoff_cap: float = 4.0
 
@@ -55,6 +60,7 @@ class McpLimits:
             deadline_seconds=s.mcp_call_deadline_seconds,
             max_resumptions=s.mcp_max_resumptions,
             cache_bytes=s.mcp_cache_bytes,
+            refusal_seconds=s.mcp_refusal_seconds,
         )
 
     def backoff(self, resumption: int) -> float:
