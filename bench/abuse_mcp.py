@@ -6,6 +6,9 @@ token. The attacker workspace registers it (`heddle connection create --kind mcp
 `--mcp-subjects` subjects (default 4) each post, one after another, messages whose run calls one
 of its tools, for the whole measurement; the victim's mix runs meanwhile.
 
+Each subject starts at most one run a second (`pace`): the figures are what the MCP server makes
+each run cost the server, not those of a flood of plain requests (the other phases' business).
+
 * ``mcp-paged-list``: `tools/list` answers 1,600 tools a page (0.88 MB) with a `nextCursor` for
   50 pages: the issue's list. Before issue 40, four subjects took the server from 273 to 814 MiB
   and the victim's `GET /v1/workspace` to p50 450 ms.
@@ -76,21 +79,25 @@ def arm(server: Server, workspace: str, url: str, name: str) -> str:
 
 
 async def _attacker(base_url: str, secret: str, agent: str, subject: str, content: str, stop: asyncio.Event,
-                    outcomes: Counter) -> None:
-    """One subject posting a message in a new thread, waiting for its run to settle, again and again."""
+                    outcomes: Counter, pace: float) -> None:
+    """One subject posting a message in a new thread and waiting for its run to settle, at most one
+    run every `pace` seconds (a person's pace, under the default rate limits: what is measured is
+    what the MCP server makes each run cost, not a flood of requests). A call of unknown fate
+    is confirmed (`occurred`), so that the thread is free for the next message."""
     h = {"authorization": f"Bearer {secret}", "service-subject": subject}
     async with WireClient(base_url) as http:
         while not stop.is_set():
+            began = time.monotonic()
             status, body = await http.request("POST", "/v1/loom/threads", h, {"agent": agent})
             if status not in (200, 201):
                 outcomes[f"thread {status}"] += 1
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(pace)
                 continue
             status, body = await http.request("POST", f"/v1/loom/threads/{body['data']['id']}/messages", h,
                                               {"content": content})
             if status != 202:
                 outcomes[f"message {status}"] += 1
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(pace)
                 continue
             run_id = body["data"]["run_id"]
             while True:
@@ -101,11 +108,17 @@ async def _attacker(base_url: str, secret: str, agent: str, subject: str, conten
                 run = body["data"]
                 if run["state"] in ("closed", "failed", "awaiting_outcome", "awaiting_input"):
                     outcomes[f"{run['state']} {(run.get('error') or {}).get('code') or ''}".strip()] += 1
+                    if run["state"] == "awaiting_outcome":
+                        for call in (run.get("pending") or {}).get("tool_calls") or []:
+                            await http.request("POST", f"/v1/loom/runs/{run_id}/outcome", h,
+                                               {"tool_call_id": call["id"], "state": "occurred"})
                     break
                 await asyncio.sleep(0.1)
+            await asyncio.sleep(max(0.0, pace - (time.monotonic() - began)))
 
 
-async def attack(server: Server, mode: str, secret: str, agent: str, subjects: int, measure) -> dict:
+async def attack(server: Server, mode: str, secret: str, agent: str, subjects: int, measure,
+                 pace: float = 1.0) -> dict:
     """Run `measure()` (the victim's mix) while `subjects` attackers run; the figures."""
     pid = server.proc.pid
     stop, outcomes = asyncio.Event(), Counter()
@@ -120,7 +133,7 @@ async def attack(server: Server, mode: str, secret: str, agent: str, subjects: i
 
     content = f"call: {TOOL[mode]} {{}}"
     tasks = [asyncio.create_task(_attacker(server.base_url, secret, agent, f"web:attacker{i}", content, stop,
-                                           outcomes)) for i in range(subjects)]
+                                           outcomes, pace)) for i in range(subjects)]
     sampler = asyncio.create_task(sample())
     started = time.monotonic()
     await asyncio.sleep(3.0)  # the attack is under way (lists fetched, loops begun) before measuring

@@ -114,7 +114,7 @@ class Settings(BaseSettings):
     # How much of an MCP server is taken in (heddle/outbound/mcp_limits.py; issue 40): a tool
     # list's bytes (all pages), pages and tools, one list's or call's whole time with its
     # resumptions, resumptions of one request, and the tool-list cache's bytes (all lists).
-    mcp_max_list_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    mcp_max_list_bytes: int = Field(default=512 * 1024, ge=1024)
     mcp_max_pages: int = Field(default=20, ge=1)
     mcp_max_tools: int = Field(default=256, ge=1)
     mcp_call_deadline_seconds: float = Field(default=30.0, gt=0)

@@ -46,29 +46,30 @@ def limit_count(http, code: str) -> float:
 
 
 def test_the_issues_paged_list_is_refused_at_its_first_page(http, tenant, hostile):
-    # The issue's list: 1,600 tools a page (0.88 MB, under the 1 MiB response cap), 50 pages.
-    before = limit_count(http, "mcp_too_many_tools")
+    # The issue's list: 1,600 tools a page (0.88 MB, under the 1 MiB response cap), 50 pages. Its
+    # first page is cut off while read (512 KiB for the whole list), never parsed.
+    before = limit_count(http, "mcp_list_too_large")
     _, _, run = run_once(http, tenant, 'call: t0_0 {}')
-    assert run["state"] == "failed" and run["error"]["code"] == "mcp_too_many_tools", run
+    assert run["state"] == "failed" and run["error"]["code"] == "mcp_list_too_large", run
     assert hostile.counts["tools/list"] == 1
-    assert limit_count(http, "mcp_too_many_tools") == before + 1
+    assert limit_count(http, "mcp_list_too_large") == before + 1
     # Refused for the connection, whatever the subject: another subject's run fetches nothing.
     _, _, run = run_once(http, tenant, 'call: t0_0 {}', subject="web:mallory")
-    assert run["state"] == "failed" and run["error"]["code"] == "mcp_too_many_tools", run
+    assert run["state"] == "failed" and run["error"]["code"] == "mcp_list_too_large", run
     assert hostile.counts["tools/list"] == 1 and hostile.counts["initialize"] == 1
 
 
 def test_a_paged_list_past_its_bytes_is_cut_off_while_read(http, tenant, hostile):
-    hostile.per_page, hostile.pad = 60, 12_000  # 0.7 MB a page, 60 tools: the bytes stop it first
+    hostile.per_page, hostile.pad = 20, 12_000  # 0.24 MB a page, 20 tools: the bytes stop it first
     before = limit_count(http, "mcp_list_too_large")
     _, _, run = run_once(http, tenant, 'call: t0_0 {}')
     assert run["state"] == "failed" and run["error"]["code"] == "mcp_list_too_large", run
-    assert hostile.counts["tools/list"] == 3  # 2 MiB: the third page is cut off half-read
+    assert hostile.counts["tools/list"] == 3  # 512 KiB: the third page is cut off half-read
     assert limit_count(http, "mcp_list_too_large") == before + 1
 
 
 @pytest.mark.parametrize(("per_page", "pages", "code"), [
-    (60, 3, "mcp_too_many_tools"),  # 180 tools, over the connection's 128
+    (60, 3, "mcp_too_many_tools"),  # 180 tools (small ones), over the connection's 128
     (50, 2, "tools_over_turn_limit"),  # 100 tools: a connection may list them, a turn may not offer them
 ])
 def test_tools_per_connection_and_per_turn_are_bounded(http, tenant, hostile, per_page, pages, code):

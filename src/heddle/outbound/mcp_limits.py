@@ -24,6 +24,11 @@ that sends megabytes costs one fetch a minute, not one per turn (or per subject)
 The tools and schema bytes one model turn offers are loom's (heddle/loom/tools/names.py,
 `tools_over_turn_limit`); the size of one response is the outbound client's (`response_too_large`).
 A resumption waits `backoff(n)` before it goes out, whatever `retry:` the server asked for.
+
+The list's byte bound (512 KiB by default: 256 tools of 2 KB each) is also what keeps the event
+loop free: the SDK parses a page in one call, and the issue's 0.88 MB page held the loop for 50
+to 160 ms (measured), the victim's p99; a list over the bound is cut off while it is read,
+before any parse.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ LIMIT_CODES = (LIST_TOO_LARGE, TOO_MANY_PAGES, TOO_MANY_TOOLS, DEADLINE_EXCEEDED
 
 @dataclass(frozen=True, slots=True)
 class McpLimits:
-    max_list_bytes: int = 2 * 1024 * 1024
+    max_list_bytes: int = 512 * 1024  # below one page of the issue's list: it is cut off unparsed
     max_pages: int = 20
     max_tools: int = 256
     deadline_seconds: float = 30.0
