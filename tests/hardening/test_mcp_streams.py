@@ -97,3 +97,22 @@ def test_a_stream_ends_at_its_maximum_lifetime_and_gives_its_slot_back(live):
         for s in streams[1:]:
             _ends_within(s, 3)
         assert _open(stack, http, tenant.secret).status_code == 200
+
+
+def test_streams_in_all_stay_under_the_connection_cap_so_other_workspaces_are_served(tmp_path):
+    """The issue's 300 streams of one key under HEDDLE_MAX_CONNECTIONS=300, scaled down: streams
+    in all are capped at half the connections, and another workspace's requests still answer."""
+    server = LiveServer(database_url=f"sqlite+aiosqlite:///{tmp_path / 'h.db'}", max_connections=24,
+                        max_connections_per_address=24, sse_max_streams_per_key=100).start()
+    try:
+        attacker, victim = make_tenant(server), make_tenant(server)
+        with _client(server) as http, contextlib.ExitStack() as stack:
+            answered = [_open(stack, http, attacker.secret).status_code for _ in range(16)]
+            assert answered == [200] * 12 + [429] * 4
+            refused = _open(stack, http, attacker.secret)
+            assert refused.json()["error"]["details"]["scope"] == "streams_total"
+            key = {"Authorization": f"Bearer {victim.secret}"}
+            assert http.get("/v1/workspace", headers=key).status_code == 200
+            assert http.post("/v1/identify", headers=key, json={"identifier": "DEUTDEFF"}).status_code == 200
+    finally:
+        server.stop()

@@ -76,6 +76,9 @@ def test_tools_per_connection_and_per_turn_are_bounded(http, tenant, hostile, pe
     hostile.per_page, hostile.pages, hostile.pad = per_page, pages, 0
     _, _, run = run_once(http, tenant, 'call: t0_0 {}')
     assert run["state"] == "failed" and run["error"]["code"] == code, run
+    counted = (f'heddle_mcp_limits_total{{limit="{code}"}}' if code.startswith("mcp_")
+               else f'heddle_tools_refused_total{{reason="{code}"}}')
+    assert counted in http.get("/metrics").text
 
 
 def test_an_endless_cursor_is_too_many_pages_not_an_http_status(http, tenant, hostile):

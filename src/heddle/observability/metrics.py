@@ -120,10 +120,11 @@ class Metrics:
             "heddle_mcp_tool_cache_bytes", "Bytes of the MCP tool lists this process holds in its cache",
             registry=self.registry,
         )
-        # Tools left out of a model turn for their names (loom/tools/names.py), by reason.
+        # Tools left out of a model turn for their names (loom/tools/names.py), by reason; and
+        # turns whose tools were over the turn's limits (reason tools_over_turn_limit).
         self.tools_refused = Counter(
             "heddle_tools_refused_total", "Tools not offered to a model, by reason (invalid_name, "
-            "reserved_name, tool_name_clash)", ["reason"], registry=self.registry,
+            "reserved_name, tool_name_clash, tools_over_turn_limit)", ["reason"], registry=self.registry,
         )
         # Webhook deliveries (webhooks/dispatcher.py): outcome is delivered | retry | failed.
         self.webhook_deliveries = Counter(

@@ -109,6 +109,8 @@ class ToolKinds:
         too_large = names.over_turn_limits((spec.parameters for spec in self._specs(entries)),
                                            max_tools=self.max_tools, max_schema_bytes=self.max_schema_bytes)
         if too_large is not None:
+            if self.metrics is not None:
+                self.metrics.tools_refused.labels("tools_over_turn_limit").inc()
             raise ToolsUnavailable("tools_over_turn_limit", f"The agent's tools cannot be offered: {too_large}.")
         return Toolset(self, entries, [r.as_dict() for r in refused])
 
