@@ -21,6 +21,7 @@ from sqlalchemy import select
 from heddle.billing.models import LedgerEntry
 from heddle.loom.models import Run, ToolCall
 from support.loom import open_thread, post, wait_run
+from workers.conftest import server  # noqa: F401  (queue mode, over this module's deployment_env)
 from workers.procs import queue_env, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -37,16 +38,6 @@ def deployment_env(pg_database_factory):
     return queue_env(pg_database_factory(), HEDDLE_RUN_LEASE_SECONDS="2", HEDDLE_WORKER_HEARTBEAT_SECONDS="1",
                      HEDDLE_WORKER_STALLED_SECONDS="3", HEDDLE_OUTBOUND_TIMEOUT="30",
                      HEDDLE_TOOL_CALL_PRICE_CREDITS=str(PRICE))
-
-
-@pytest.fixture(scope="module")
-def server(deployment_env):
-    from support.server import LiveServer
-
-    settings = {k.removeprefix("HEDDLE_").lower(): v for k, v in deployment_env.items()}
-    live = LiveServer(**settings).start()
-    yield live
-    live.stop()
 
 
 def _calls_and_ledger(tenant, run_ids):
