@@ -30,13 +30,14 @@ refusals has settled (`SETTLE`): the idle state the issue describes.
 `--phases ...,idle-websockets` adds `--websockets` (10,000) WebSockets from one other address
 that never subscribe nor read (the realtime server's per-address and unauthenticated caps).
 
-`--phases ...,mcp-paged-list,mcp-resumption` adds issue 40's attacks by a tenant's own MCP server
-(bench/abuse_mcp.py): the paged tool list and the resumption loop, with the server's RSS before,
-at its peak and after each.
+`--phases ...,mcp-control,mcp-paged-list,mcp-resumption` adds issue 40's attacks by a tenant's own
+MCP server (bench/abuse_mcp.py): the paged tool list and the resumption loop, with the server's RSS
+before, at its peak and after each, and a control: the same attackers at the same pace whose runs
+call no MCP server.
 
     python bench/abuse.py [--attackers 64] [--streams 3000] [--sockets 10000] [--websockets 10000]
                           [--rounds 40] [--phases slow-bodies,idle-streams,idle-sockets[,idle-websockets]
-                          [,mcp-paged-list,mcp-resumption]] [--mcp-subjects 4]
+                          [,mcp-control,mcp-paged-list,mcp-resumption]] [--mcp-subjects 4]
                           [--database-url URL] [--json]
 """
 
@@ -59,9 +60,12 @@ from common import Server, WireClient, create_agent, summary  # noqa: E402
 
 AGENT = "name: bench\nmodel_class: scripted\ninstructions: You help.\ntools:\n  - builtin: identify\n"
 ANSWER_WITHIN = 60.0
-PHASES = ("slow-bodies", "idle-streams", "idle-sockets", "idle-websockets", "mcp-paged-list", "mcp-resumption")
+PHASES = ("slow-bodies", "idle-streams", "idle-sockets", "idle-websockets", "mcp-control", "mcp-paged-list",
+          "mcp-resumption")
 DEFAULT_PHASES = PHASES[:3]  # the others on request: 10,000 handshakes take a while
-MCP_PHASES = {"mcp-paged-list": "paged", "mcp-resumption": "call_loop"}
+# mcp-control: the same attackers at the same pace, with runs that call no MCP server (what
+# their plain requests and run writes cost the victim, against which the two attacks compare).
+MCP_PHASES = {"mcp-control": "control", "mcp-paged-list": "paged", "mcp-resumption": "call_loop"}
 STREAM_SOURCES = [f"127.0.0.{n}" for n in range(2, 14)]  # the stream attacker's addresses
 SOCKET_SOURCE = "127.0.0.20"  # the idle-socket attacker's address (the victim uses 127.0.0.1)
 WEBSOCKET_SOURCE = "127.0.0.30"  # the idle-WebSocket attacker's
@@ -226,8 +230,8 @@ async def run(server: Server, attackers: int, rounds: int, streams: int = 3000, 
     for phase, mode in MCP_PHASES.items():
         if phase not in phases:
             continue
-        with hostile(mode) as url:
-            agent = arm(server, attacker_ws, url, mode.replace("_", "-"))
+        with hostile("paged" if mode == "control" else mode) as url:
+            agent = attacker_agent if mode == "control" else arm(server, attacker_ws, url, mode.replace("_", "-"))
             base = await quiet()
             result.setdefault("baseline", base)
             figures = await attack(server, mode, attacker_secret, agent, mcp_subjects,
@@ -275,8 +279,8 @@ def main() -> None:
     b = result["baseline"]
     print(f"{'first baseline':>14}: p50 {b['median_ms']:.2f} ms, p99 {b['p99_ms']:.2f} ms, {b['n']} requests, "
           f"{b['failures']} failed")
-    for phase in ("slow_bodies", "idle_streams", "idle_sockets", "idle_websockets", "mcp_paged_list",
-                  "mcp_resumption"):
+    for phase in ("slow_bodies", "idle_streams", "idle_sockets", "idle_websockets", "mcp_control",
+                  "mcp_paged_list", "mcp_resumption"):
         if (r := result.get(phase)) is None:
             continue
         if phase.startswith("mcp_"):

@@ -36,7 +36,7 @@ from common import Server, WireClient, cli, create_agent
 
 HOSTILE = Path(__file__).resolve().parents[1] / "tests" / "mcp_runs" / "hostile_mcp.py"
 HOST = "127.0.0.3"
-TOOL = {"paged": "t0_0", "call_loop": "echo"}
+CONTENT = {"paged": "call: t0_0 {}", "call_loop": "call: echo {}", "control": "hello"}
 
 
 def rss_mib(pid: int) -> float:
@@ -131,7 +131,7 @@ async def attack(server: Server, mode: str, secret: str, agent: str, subjects: i
             peak = max(peak, rss_mib(pid))
             await asyncio.sleep(0.25)
 
-    content = f"call: {TOOL[mode]} {{}}"
+    content = CONTENT[mode]
     tasks = [asyncio.create_task(_attacker(server.base_url, secret, agent, f"web:attacker{i}", content, stop,
                                            outcomes, pace)) for i in range(subjects)]
     sampler = asyncio.create_task(sample())
