@@ -91,10 +91,10 @@ class ToolKinds:
     async def offered(self, run: Run, agent: Agent) -> Toolset:
         """The agent's tools for this turn of `run`: entries that stand for a server's tools become
         one entry per tool. Names are screened (heddle/loom/tools/names.py): a name the providers
-        refuse, a reserved one, or one two entries end up with is left out and reported in the
-        turn's trace (the first holder keeps a clashing name); past the turn's limits on tools and
+        refuse, a reserved one, or a server's that clashes is left out and reported in the turn's
+        trace (the agent file's own tools keep their names); past the turn's limits on tools and
         schema bytes the run fails (`tools_over_turn_limit`)."""
-        candidates: list[tuple[str, str, bool, dict[str, Any]]] = []
+        candidates: list[tuple[str, str, str, dict[str, Any]]] = []
         for i, tool in enumerate(agent.tools):
             expander = next((k for k in self.kinds if isinstance(k, Expanding) and k.expands(tool)), None)
             source = f"tools.{i}" + (f" (mcp: {tool['mcp']})" if expander else "")
