@@ -30,8 +30,14 @@ refusals has settled (`SETTLE`): the idle state the issue describes.
 `--phases ...,idle-websockets` adds `--websockets` (10,000) WebSockets from one other address
 that never subscribe nor read (the realtime server's per-address and unauthenticated caps).
 
+`--phases ...,mcp-control,mcp-paged-list,mcp-resumption` adds issue 40's attacks by a tenant's own
+MCP server (bench/abuse_mcp.py): the paged tool list and the resumption loop, with the server's RSS
+before, at its peak and after each, and a control: the same attackers at the same pace whose runs
+call no MCP server.
+
     python bench/abuse.py [--attackers 64] [--streams 3000] [--sockets 10000] [--websockets 10000]
-                          [--rounds 40] [--phases slow-bodies,idle-streams,idle-sockets[,idle-websockets]]
+                          [--rounds 40] [--phases slow-bodies,idle-streams,idle-sockets[,idle-websockets]
+                          [,mcp-control,mcp-paged-list,mcp-resumption]] [--mcp-subjects 4]
                           [--database-url URL] [--json]
 """
 
@@ -49,12 +55,17 @@ import h11
 
 sys.path.insert(0, str(Path(__file__).parent))
 from abuse_idle import close_all, held, raise_open_files  # noqa: E402
+from abuse_mcp import arm, attack, hostile, served  # noqa: E402
 from common import Server, WireClient, create_agent, summary  # noqa: E402
 
 AGENT = "name: bench\nmodel_class: scripted\ninstructions: You help.\ntools:\n  - builtin: identify\n"
 ANSWER_WITHIN = 60.0
-PHASES = ("slow-bodies", "idle-streams", "idle-sockets", "idle-websockets")
-DEFAULT_PHASES = PHASES[:3]  # idle-websockets on request: 10,000 handshakes take a while
+PHASES = ("slow-bodies", "idle-streams", "idle-sockets", "idle-websockets", "mcp-control", "mcp-paged-list",
+          "mcp-resumption")
+DEFAULT_PHASES = PHASES[:3]  # the others on request: 10,000 handshakes take a while
+# mcp-control: the same attackers at the same pace, with runs that call no MCP server (what
+# their plain requests and run writes cost the victim, against which the two attacks compare).
+MCP_PHASES = {"mcp-control": "control", "mcp-paged-list": "paged", "mcp-resumption": "call_loop"}
 STREAM_SOURCES = [f"127.0.0.{n}" for n in range(2, 14)]  # the stream attacker's addresses
 SOCKET_SOURCE = "127.0.0.20"  # the idle-socket attacker's address (the victim uses 127.0.0.1)
 WEBSOCKET_SOURCE = "127.0.0.30"  # the idle-WebSocket attacker's
@@ -154,7 +165,7 @@ def _phase(samples: list[float], failures: int, base: dict, **extra) -> dict:
 
 
 async def run(server: Server, attackers: int, rounds: int, streams: int = 3000, sockets: int = 10_000,
-              phases: tuple[str, ...] = DEFAULT_PHASES, websockets: int = 10_000) -> dict:
+              phases: tuple[str, ...] = DEFAULT_PHASES, websockets: int = 10_000, mcp_subjects: int = 4) -> dict:
     victim_ws, victim_secret = server.tenant()
     attacker_ws, attacker_secret = server.tenant()
     victim_agent, attacker_agent = _agent(server, victim_ws), _agent(server, attacker_ws)
@@ -216,7 +227,20 @@ async def run(server: Server, attackers: int, rounds: int, streams: int = 3000, 
             samples, failures = await _measure(server.base_url, mix, rounds)
         result["idle_websockets"] = _phase(samples, failures, base, opened=websockets, answered=answered,
                                            baseline=base)
-    result["server_counters"] = await _metrics(server, "heddle_http_connections_refused_total",
+    for phase, mode in MCP_PHASES.items():
+        if phase not in phases:
+            continue
+        with hostile("paged" if mode == "control" else mode) as url:
+            agent = attacker_agent if mode == "control" else arm(server, attacker_ws, url, mode.replace("_", "-"))
+            base = await quiet()
+            result.setdefault("baseline", base)
+            figures = await attack(server, mode, attacker_secret, agent, mcp_subjects,
+                                   lambda: _measure(server.base_url, mix, rounds))
+            figures["hostile_served"] = served(url)
+        samples, failures = figures.pop("samples"), figures.pop("failures")
+        result[phase.replace("-", "_")] = _phase(samples, failures, base, **figures, baseline=base)
+    result["server_counters"] = await _metrics(server, "heddle_mcp_limits_total",
+                                               "heddle_http_connections_refused_total",
                                                "heddle_http_head_timeouts_total",
                                                "heddle_event_streams_refused_total",
                                                "heddle_realtime_connections_refused_total")
@@ -230,6 +254,7 @@ def main() -> None:
     parser.add_argument("--sockets", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--websockets", type=int, default=10_000)
+    parser.add_argument("--mcp-subjects", type=int, default=4, help="attacking subjects of the MCP phases")
     parser.add_argument("--phases", default=",".join(DEFAULT_PHASES), help="comma-separated, from " + ", ".join(PHASES))
     parser.add_argument("--database-url", help="a PostgreSQL URL (an empty database) instead of SQLite")
     parser.add_argument("--json", action="store_true")
@@ -239,13 +264,14 @@ def main() -> None:
         parser.error(f"unknown phases: {', '.join(sorted(unknown))}")
     raise_open_files(args.streams + args.sockets + args.attackers)
     # A long body timeout, so that the attack is still in progress while the victim is measured.
-    server = Server(HEDDLE_BODY_TIMEOUT="600", HEDDLE_MAX_CONNECTIONS="16384")
+    # Private outbound addresses allowed: the MCP phases' hostile server is on loopback.
+    server = Server(HEDDLE_BODY_TIMEOUT="600", HEDDLE_MAX_CONNECTIONS="16384", HEDDLE_OUTBOUND_ALLOW_PRIVATE="true")
     if args.database_url:
         server.db_url = args.database_url
         server.env["HEDDLE_DATABASE_URL"] = args.database_url
     with server:
         result = asyncio.run(run(server, args.attackers, args.rounds, args.streams, args.sockets, phases,
-                                 args.websockets))
+                                 args.websockets, args.mcp_subjects))
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     if args.json:
         print(json.dumps(result))
@@ -253,8 +279,17 @@ def main() -> None:
     b = result["baseline"]
     print(f"{'first baseline':>14}: p50 {b['median_ms']:.2f} ms, p99 {b['p99_ms']:.2f} ms, {b['n']} requests, "
           f"{b['failures']} failed")
-    for phase in ("slow_bodies", "idle_streams", "idle_sockets", "idle_websockets"):
+    for phase in ("slow_bodies", "idle_streams", "idle_sockets", "idle_websockets", "mcp_control",
+                  "mcp_paged_list", "mcp_resumption"):
         if (r := result.get(phase)) is None:
+            continue
+        if phase.startswith("mcp_"):
+            q, m = r["baseline"], r["rss_mib"]
+            print(f"{phase:>14}: p50 {r['median_ms']:.2f} ms (x{r['p50_ratio']} of {q['median_ms']:.2f}), "
+                  f"p99 {r['p99_ms']:.2f} ms (x{r['p99_ratio']} of {q['p99_ms']:.2f}), {r['n']} requests, "
+                  f"{r['failures']} failed; server RSS {m['before']} -> peak {m['peak']} -> {m['after']} MiB; "
+                  f"{r['subjects']} attacking subjects' runs: {r['attacker_runs']}; the hostile server was "
+                  f"asked {r['hostile_served']}")
             continue
         what = {"slow_bodies": f"{r.get('attackers')} half-sent bodies",
                 "idle_streams": f"{r.get('opened')} idle streams of one key, answered {r.get('answered')}",

@@ -111,6 +111,20 @@ class Settings(BaseSettings):
     # How long an MCP server's tool list is trusted (per connection and subject) before a run
     # lists it again; a `list_changed` notification drops it sooner (heddle/loom/tools/mcp.py).
     mcp_tools_ttl_seconds: float = Field(default=300.0, gt=0)
+    # How much of an MCP server is taken in (heddle/outbound/mcp_limits.py; issue 40): a tool
+    # list's bytes (all pages), pages and tools, one list's or call's whole time with its
+    # resumptions, resumptions of one request, and the tool-list cache's bytes (all lists).
+    mcp_max_list_bytes: int = Field(default=512 * 1024, ge=1024)
+    mcp_max_pages: int = Field(default=20, ge=1)
+    mcp_max_tools: int = Field(default=256, ge=1)
+    mcp_call_deadline_seconds: float = Field(default=30.0, gt=0)
+    mcp_max_resumptions: int = Field(default=5, ge=0)
+    mcp_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    mcp_refusal_seconds: float = Field(default=60.0, gt=0)  # a list refused at a bound: not asked again
+    # What one model turn may offer (heddle/loom/tools/names.py): tools, and bytes of their
+    # parameters' JSON Schemas; past either the run fails with `tools_over_turn_limit`.
+    tools_max_per_turn: int = Field(default=128, ge=1)
+    tools_max_schema_bytes: int = Field(default=256 * 1024, ge=1024)
     # How often the retention pruner erases threads idle past their workspace's retention_days (0 = never).
     retention_sweep_seconds: float = Field(default=3600.0, ge=0)
     sse_heartbeat_seconds: float = Field(default=15.0, gt=0)  # GET /runs/{id}/events: comment line when idle
@@ -118,6 +132,14 @@ class Settings(BaseSettings):
     # Open streams at once (per process; 0 = no cap): 429 `rate_limited` beyond (loom/stream_limits.py)
     sse_max_streams_per_key: int = Field(default=100, ge=0)
     sse_max_streams_per_subject: int = Field(default=10, ge=0)
+    # ... from one client address, and in all (0 = half of max_connections, so that streams never
+    # hold the connections other requests need; issue 40). They count GET /mcp streams too.
+    sse_max_streams_per_address: int = Field(default=100, ge=0)
+    sse_max_streams_total: int = Field(default=0, ge=0)
+    # GET /mcp (the MCP endpoint's event stream): its longest life, and how often open ones are
+    # checked for a revoked key (closed within that many seconds of `heddle key revoke`).
+    mcp_stream_max_seconds: float = Field(default=600.0, gt=0)
+    mcp_stream_check_seconds: float = Field(default=2.0, gt=0)
 
     # --- realtime ---
     realtime: Literal["builtin", "pusher", "off"] = "builtin"
@@ -186,6 +208,11 @@ class Settings(BaseSettings):
             return self.public_url.rstrip("/")
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+
+    def sse_streams_total(self) -> int:
+        """The cap on all open event streams of a process (0 = none): the setting, else half of
+        max_connections."""
+        return self.sse_max_streams_total or self.max_connections // 2
 
     @property
     def allow_private_outbound(self) -> bool:

@@ -38,6 +38,7 @@ from heddle.observability.metrics import Metrics
 from heddle.observability.request_log import RequestLogWriter
 from heddle.observability.retention import RequestLogPruner
 from heddle.outbound.mcp import McpClient
+from heddle.outbound.mcp_limits import McpLimits
 from heddle.outbound.token_cache import SubjectTokenCache
 from heddle.ratelimit.limiter import RateLimiter
 from heddle.realtime.bus import BusPublisher, database_settings
@@ -180,8 +181,10 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
         uow.on_commit(publish_to(uow, events))
     # The tool kinds runs can call (heddle/loom/tools/): a new kind is one more entry here.
     # MCP first: an expanded `mcp:` entry has a name, which the hosted kind would claim too.
-    mcp = McpServers(hosted, McpClient(outbound, ttl=s.mcp_tools_ttl_seconds))
-    tools = ToolKinds(IdentifyTool(charging, request_log), McpTool(mcp, uow), HostedTool(hosted, uow))
+    mcp = McpServers(hosted, McpClient(outbound, ttl=s.mcp_tools_ttl_seconds, limits=McpLimits.from_settings(s),
+                                       metrics=metrics))
+    tools = ToolKinds(IdentifyTool(charging, request_log), McpTool(mcp, uow), HostedTool(hosted, uow),
+                      max_tools=s.tools_max_per_turn, max_schema_bytes=s.tools_max_schema_bytes, metrics=metrics)
     engine = RunEngine(db, s, registry, tools, lambda: events, metrics, deltas=run_events, uow=uow)
     webhooks: WebhookDispatcher | None = None
     if s.webhook_dispatcher:  # every process may run one: deliveries are claimed under a lease

@@ -76,6 +76,12 @@ RUN_ERROR_CODES: dict[str, str] = {
     "mint_failed": "The workspace mint_url did not return a usable subject token.",
     "tools_unavailable": "An MCP server's tools could not be listed for the run, or it no longer lists one the agent names.",
     "tool_name_clash": "Two of the agent's tools have one name (an MCP server listed a name another tool has).",
+    "mcp_list_too_large": "An MCP server's tool list (all its pages) is larger than HEDDLE_MCP_MAX_LIST_BYTES.",
+    "mcp_too_many_pages": "An MCP server paged its tool list past HEDDLE_MCP_MAX_PAGES pages.",
+    "mcp_too_many_tools": "An MCP server lists more tools than HEDDLE_MCP_MAX_TOOLS.",
+    "mcp_deadline_exceeded": "Listing an MCP server's tools (with its reconnects and resumptions) took longer than HEDDLE_MCP_CALL_DEADLINE_SECONDS.",
+    "mcp_too_many_resumptions": "An MCP server ended its stream without an answer more than HEDDLE_MCP_MAX_RESUMPTIONS times.",
+    "tools_over_turn_limit": "The tools one model turn would offer exceed HEDDLE_TOOLS_MAX_PER_TURN or HEDDLE_TOOLS_MAX_SCHEMA_BYTES.",
     "cancelled": "The run was cancelled (POST /v1/loom/runs/{id}/cancel, or interrupted by a newer message).",
     "internal_error": "Unexpected engine error.",
 }

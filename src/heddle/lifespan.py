@@ -27,7 +27,9 @@ class AppServices:
         self.realtime = Realtime(settings)
         # Open run event streams per key and subject: sockets of this API process, not of a worker.
         self.streams = StreamLimits(per_key=settings.sse_max_streams_per_key,
-                                    per_subject=settings.sse_max_streams_per_subject, metrics=self.metrics)
+                                    per_subject=settings.sse_max_streams_per_subject,
+                                    per_address=settings.sse_max_streams_per_address,
+                                    total=settings.sse_streams_total(), metrics=self.metrics)
         self.container: Container | None = None
         self.sqlite_lock: str | None = None  # heddle.db.sqlite_owner
 

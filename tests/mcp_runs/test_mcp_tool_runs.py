@@ -142,12 +142,16 @@ def test_a_tool_list_change_is_picked_up(http, tenant, billing):
     assert '"rate": 0.031' in trace_call(http, h, run_id)["result"]["content"]
 
 
-def test_two_connections_offering_one_name_fail_the_run(http, tenant, billing):
+def test_a_name_two_connections_offer_is_offered_by_neither_and_reported(http, tenant, billing):
     connect(tenant, "billing-copy", billing.server.url)
     agent_id = agent(tenant, {"mcp": "billing"}, {"mcp": "billing-copy"})
-    _, _, run = start(http, tenant, agent_id, 'call: get_balance {"account": "A-1"}')
-    assert run["state"] == "failed" and run["error"]["code"] == "tool_name_clash"
-    assert "tools.0" in run["error"]["message"] and "tools.1" in run["error"]["message"]
+    h, run_id, run = start(http, tenant, agent_id, 'call: get_balance {"account": "A-1"}')
+    assert run["state"] == "closed", run
+    [turn] = http.get(f"/v1/loom/runs/{run_id}/trace", headers=h).json()["data"]["turns"]
+    assert turn["tool_calls"] == [] and "no such tool" in turn["response"]["text"]
+    clashes = [r for r in turn["request"]["refused_tools"] if r["name"] == "get_balance"]
+    assert [(r["source"], r["reason"]) for r in clashes] == [
+        ("tools.0 (mcp: billing)", "tool_name_clash"), ("tools.1 (mcp: billing-copy)", "tool_name_clash")]
     assert billing.seen.calls == []
 
 

@@ -278,7 +278,8 @@ class RunEngine:
                 await session.execute(_INSERT_TURN, {
                     "id": turn_id, "run_id": run.id, "seq": turn_seq, "model_class": model_class.name,
                     "input_tokens": response.input_tokens, "output_tokens": response.output_tokens,
-                    "cost_micro": cost, "request": {**response.request, "history": turn.history},
+                    "cost_micro": cost,
+                    "request": {**response.request, "history": turn.history, **turn.toolset.trace()},
                     "response": {**response.response, "text": response.text,
                                  **({"nul_replaced": reply.nul_replaced} if reply.nul_replaced else {})},
                     "latency_ms": reply.latency_ms, "created_at": utcnow(),

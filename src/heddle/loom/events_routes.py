@@ -38,6 +38,6 @@ async def run_events(run_id: UUIDPath, request: Request,
                             heartbeat_seconds=svc.settings.sse_heartbeat_seconds,
                             poll_seconds=svc.settings.sse_poll_seconds)
     # Counted while open, per key and per subject: 429 past either cap (loom/stream_limits.py).
-    release = request.app.state.services.streams.acquire(auth)
+    release = request.app.state.services.streams.acquire(auth, request.client.host if request.client else None)
     return CountedStreamingResponse(stream.events(), media_type="text/event-stream", headers=SSE_HEADERS,
                                     release=release)

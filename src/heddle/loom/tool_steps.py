@@ -25,6 +25,7 @@ from sqlalchemy import func
 
 from heddle.billing.service import InsufficientCredits
 from heddle.errors import HeddleError
+from heddle.loom.charging import tool_call_charge
 from heddle.loom.lease import Fence
 from heddle.loom.models import Agent, Run, ToolCall
 from heddle.loom.states import (
@@ -108,7 +109,9 @@ class ToolSteps:
             # A previous process started this call and died: its fate is unknown.
             result = {"error": {"code": "unknown_fate",
                                 "message": "The server stopped during this call; confirm its outcome."}}
-            await self._record_tool(run, fence, call, CALL_AWAITING_OUTCOME, result)
+            # Charged as the same call settled in its own process would be (loom/charging.py).
+            await self._record_tool(run, fence, call, CALL_AWAITING_OUTCOME, result,
+                                    ToolExecution(status=CALL_AWAITING_OUTCOME, result=result))
             return CALL_AWAITING_OUTCOME, result
         schema = self.tools.parameters(agent, call.name)
         problem = arguments.problem(schema, call.args or {}) if schema is not None else None
@@ -137,6 +140,7 @@ class ToolSteps:
         async with self.uow.transaction(fence=fence, workspace_id=run.workspace_id) as work:
             run_values: dict[str, Any] = {}
             fields: dict[str, Any] = {"result": result}
+            cost = 0
             if execution is not None:
                 fields["patch_ref"] = execution.patch_ref
                 if execution.attempts:
@@ -145,16 +149,19 @@ class ToolSteps:
                     fields["attempts"] = [*(call.attempts or []), *execution.attempts]
                 if execution.connection_id and run.connection_id is None:
                     run_values["connection_id"] = func.coalesce(Run.connection_id, execution.connection_id)
-                fields["cost_micro"] = execution.cost_micro
-                if execution.cost_micro:
-                    run_values["cost_micro"] = Run.cost_micro + execution.cost_micro
+                cost = execution.cost_micro if execution.charged else tool_call_charge(
+                    call.kind, price_micro=getattr(self.tools.of(call), "price_micro", 0),
+                    attempts=call.attempts, new_attempts=execution.attempts)
+                fields["cost_micro"] = cost
+                if cost:
+                    run_values["cost_micro"] = Run.cost_micro + cost
             fields = mark_nul_replaced(fields, call.attempts)  # a host's U+0000, replaced and recorded
             # A call that was in flight when its run was cancelled is still recorded (its side
             # effect may have happened); any other loss of the run stops here (StaleExecutor).
             await work.hold_or_cancelled(**run_values)
-            if execution is not None and execution.cost_micro and not execution.charged:
+            if execution is not None and cost and not execution.charged:
                 try:
-                    await work.charge(run, execution.cost_micro, reason="tool_call", ref=str(call.id))
+                    await work.charge(run, cost, reason="tool_call", ref=str(call.id))
                 except InsufficientCredits:
                     raise RunFailure("insufficient_credits",
                                      "The workspace could not pay for a tool call.") from None

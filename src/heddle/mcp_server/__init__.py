@@ -42,6 +42,7 @@ from heddle.identify.charging import IdentifyCharging, identify_and_charge
 from heddle.identify.schemas import IdentifyRequest, IdentifyResult
 from heddle.loom import views
 from heddle.loom.schemas import Trace
+from heddle.mcp_server.streams import McpStreams
 from heddle.process_services import database
 
 
@@ -162,19 +163,42 @@ SERVER = Server("heddle", version=API_VERSION, on_list_tools=_list_tools, on_cal
 class McpEndpoint:
     """The ASGI app at /mcp: authenticate like the API, then let the SDK answer.
 
-    An instance, not a function, so that Starlette's Route passes it the raw ASGI call."""
+    An instance, not a function, so that Starlette's Route passes it the raw ASGI call. A GET
+    (the optional event stream) is counted, capped and ended like the other event streams
+    (heddle/mcp_server/streams.py)."""
+
+    def __init__(self) -> None:
+        self._streams: McpStreams | None = None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         request = Request(scope, receive)
         auth = await workspace_key_auth(request)  # HeddleError -> the API's envelope (401, 429, …)
         token = _CALLER.set(_Caller(auth, services(request).identify_charging, request))
         try:
-            # Stateless: a manager per request is a transport per request, which the SDK makes
-            # anyway in this mode; its run() scope is this request's.
-            manager = StreamableHTTPSessionManager(
-                app=SERVER, json_response=True, stateless=True, security_settings=_TRANSPORT
-            )
-            async with manager.run():
-                await manager.handle_request(scope, receive, send)
+            if request.method == "GET":
+                address = request.client.host if request.client else None
+                release = request.app.state.services.streams.acquire(auth, address)  # 429 past a cap
+                try:
+                    await self._streams_of(request).serve(database(request), auth.key_id, scope, receive, send,
+                                                          _answer_with_sdk)
+                finally:
+                    release()
+            else:
+                await _answer_with_sdk(scope, receive, send)
         finally:
             _CALLER.reset(token)
+
+    def _streams_of(self, request: Request) -> McpStreams:
+        if self._streams is None:
+            settings = services(request).settings
+            self._streams = McpStreams(max_seconds=settings.mcp_stream_max_seconds,
+                                       check_seconds=settings.mcp_stream_check_seconds)
+        return self._streams
+
+
+async def _answer_with_sdk(scope: dict, receive: Any, send: Any) -> None:
+    # Stateless: a manager per request is a transport per request, which the SDK makes anyway in
+    # this mode; its run() scope is this request's.
+    manager = StreamableHTTPSessionManager(app=SERVER, json_response=True, stateless=True, security_settings=_TRANSPORT)
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)

@@ -111,6 +111,21 @@ class Metrics:
             "heddle_tool_call_duration_seconds", "Tool call time by tool kind", ["kind"], buckets=_TOOL_SECONDS,
             registry=self.registry,
         )
+        # MCP servers' inputs past a bound (outbound/mcp_limits.py), and the tool-list cache's bytes.
+        self.mcp_limits = Counter(
+            "heddle_mcp_limits_total", "MCP lists and calls stopped at a bound, by the bound's error code",
+            ["limit"], registry=self.registry,
+        )
+        self.mcp_cache_bytes = Gauge(
+            "heddle_mcp_tool_cache_bytes", "Bytes of the MCP tool lists this process holds in its cache",
+            registry=self.registry,
+        )
+        # Tools left out of a model turn for their names (loom/tools/names.py), by reason; and
+        # turns whose tools were over the turn's limits (reason tools_over_turn_limit).
+        self.tools_refused = Counter(
+            "heddle_tools_refused_total", "Tools not offered to a model, by reason (invalid_name, "
+            "reserved_name, tool_name_clash, tools_over_turn_limit)", ["reason"], registry=self.registry,
+        )
         # Webhook deliveries (webhooks/dispatcher.py): outcome is delivered | retry | failed.
         self.webhook_deliveries = Counter(
             "heddle_webhook_deliveries_total", "Webhook delivery attempts by outcome (delivered, retry, failed)",

@@ -17,19 +17,26 @@ module adds what Heddle's outbound calls have everywhere else:
   before any byte left is ``failed`` and safe to retry. The bridge watches the wire to tell.
 
 Tool lists are cached per connection for a TTL and dropped when the server sends
-`notifications/tools/list_changed`. Each list or call is one short MCP session (initialize,
-request, close), so nothing is held open between a run's steps.
+`notifications/tools/list_changed`; the cache is bounded in bytes (each list weighs its JSON
+plus about a kilobyte per parsed tool), not only in entries. Each list or call is one short MCP session
+(initialize, request, close), so nothing is held open between a run's steps, and each is
+bounded as a whole: a deadline including reconnects and resumptions, bytes, pages and tools of
+a list (heddle/outbound/mcp_limits.py; the wire side is heddle/outbound/mcp_bridge.py).
+
+Causes are reported as they are: a JSON-RPC error's code and message when the server gave one,
+an HTTP status only when a request that mattered was refused without one, and each bound as
+its own code.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+import anyio
 import httpx
 import httpx2
 import jsonschema
@@ -37,19 +44,22 @@ from cachetools import TTLCache
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 
-from heddle.outbound.exchange import MAX_ERROR_MESSAGE, AttemptFailed, send_failure
-from heddle.outbound.hosted_tools import FATE_UNKNOWN_STATUSES
-from heddle.outbound.retry import RETRYABLE_STATUSES
-from heddle.outbound.safe_http import ResponseTooLarge
-from heddle.outbound.signing import SIGNATURE_HEADER, UNIQUE_TIMESTAMPS, UniqueTimestamps, sign
+from heddle.outbound.exchange import MAX_ERROR_MESSAGE
+from heddle.outbound.mcp_bridge import Bridge
+from heddle.outbound.mcp_causes import McpCallResult, call_fate, find, session_failure
+from heddle.outbound.mcp_limits import (
+    DEADLINE_EXCEEDED,
+    LIMIT_CODES,
+    TOO_MANY_PAGES,
+    TOO_MANY_TOOLS,
+    McpLimits,
+    listed_size,
+    weight,
+)
+from heddle.outbound.signing import UNIQUE_TIMESTAMPS, UniqueTimestamps
 
-MAX_PAGES = 50  # a server that pages tools/list past this is refused rather than followed forever
 CLIENT_INFO = types.Implementation(name="heddle", version="1.0")
-# Dropped on the way from the SDK's client to Heddle's: the outbound client sets its own.
-_HOP_HEADERS = {b"host", b"content-length", b"user-agent", b"accept-encoding", b"connection", b"transfer-encoding"}
-CallStatus = Literal["succeeded", "tool_error", "failed", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -60,23 +70,6 @@ class McpTool:
     description: str
     input_schema: dict[str, Any]
     annotations: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class McpCallResult:
-    """What came of one `tools/call`.
-
-    * ``succeeded``: ``result`` is the tool's `structuredContent`, else its text content.
-    * ``tool_error``: the tool ran and said `isError`; ``result`` is what it said, for the model.
-    * ``failed``: it did not run (refused before sending, a JSON-RPC error, bad arguments);
-      ``retryable`` says whether trying again may help.
-    * ``unknown``: sent, and no answer came: it may have run.
-    """
-
-    status: CallStatus
-    result: Any = None
-    error: dict[str, str] | None = None
-    retryable: bool = False
 
 
 class McpUnavailable(Exception):
@@ -124,11 +117,21 @@ def arguments_problem(schema: Mapping[str, Any], arguments: Any) -> str | None:
     return f"{where or 'arguments'}: {error.message}"[:MAX_ERROR_MESSAGE]
 
 
+@dataclass(frozen=True)
+class _Listed:
+    """A cached tool list and its weight for the cache (mcp_limits.weight: its JSON and its tools)."""
+
+    tools: tuple[McpTool, ...]
+    size: int
+
+
 class McpClient:
     """Lists and calls the tools of MCP servers through Heddle's guarded outbound client.
 
     One per process, like the outbound client it wraps; per-workspace and per-subject
-    credentials come with each call. ``ttl`` bounds how long a tool list is trusted.
+    credentials come with each call. ``ttl`` bounds how long a tool list is trusted, ``limits``
+    how much of a server is taken in; ``metrics`` (heddle.observability.metrics.Metrics) counts
+    each bound that stops a session and gauges the cache's bytes.
     """
 
     def __init__(
@@ -136,36 +139,85 @@ class McpClient:
         http: httpx.AsyncClient,
         *,
         ttl: float = 300.0,
-        max_entries: int = 1024,
+        limits: McpLimits | None = None,
+        metrics: Any = None,
         clock: Callable[[], float] = time.monotonic,
         timestamps: UniqueTimestamps = UNIQUE_TIMESTAMPS,
     ):
         self._http = http
         self._timestamps = timestamps
-        self._tools: TTLCache[tuple[str, str], tuple[McpTool, ...]] = TTLCache(max_entries, ttl, timer=clock)
+        self.limits = limits or McpLimits()
+        self._metrics = metrics
+        self._clock = clock
+        self._tools: TTLCache[tuple[str, str], _Listed] = TTLCache(
+            self.limits.cache_bytes, ttl, timer=clock, getsizeof=listed_size
+        )
+        # Lists refused at a bound, by (connection, url): their error, for refusal_seconds.
+        self._refused: TTLCache[tuple[str, str], dict[str, str]] = TTLCache(
+            4096, self.limits.refusal_seconds, timer=clock
+        )
 
     def forget(self, url: str, scope: str = "") -> None:
         """Drop a cached tool list (the server said it changed)."""
         self._tools.pop((scope, url), None)
+        self._gauge()
+
+    @property
+    def cache_bytes(self) -> int:
+        return int(self._tools.currsize)
+
+    def _gauge(self) -> None:
+        if self._metrics is not None:
+            self._metrics.mcp_cache_bytes.set(self._tools.currsize)
+
+    def _limit_hit(self, code: str) -> None:
+        if self._metrics is not None:
+            self._metrics.mcp_limits.labels(code).inc()
+
+    def _bridge(self, request_secret: str, max_bytes: int = 0) -> Bridge:
+        return Bridge(self._http, request_secret, self._timestamps, self.limits, max_bytes=max_bytes,
+                      on_limit=self._limit_hit, clock=self._clock)
 
     async def list_tools(
         self, url: str, *, request_secret: str, bearer: str | None = None, scope: str = ""
     ) -> tuple[McpTool, ...]:
-        """Every tool of the server at ``url``, following `nextCursor`; cached under
-        (``scope``, ``url``): give the connection's id as ``scope``."""
+        """Every tool of the server at ``url``, following `nextCursor` within the limits; cached
+        under (``scope``, ``url``): give ``"CONNECTION:SUBJECT"`` as ``scope``.
+
+        A list refused at a bound is remembered for the connection (whatever the subject) for
+        `limits.refusal_seconds`: a run asking again fails at once rather than fetching and
+        parsing megabytes again, and new subjects do not buy new fetches."""
         cached = self._tools.get((scope, url))
         if cached is not None:
-            return cached
-        bridge = _Bridge(self._http, request_secret, self._timestamps)
+            return cached.tools
+        refusal_key = (scope.partition(":")[0], url)
+        if (refused := self._refused.get(refusal_key)) is not None:
+            raise McpUnavailable(refused["code"], refused["message"], retryable=False)
         try:
-            async with self._session(url, bearer, bridge, scope) as session:
-                tools = await _all_tools(session)
-        except McpUnavailable:
+            return await self._list(url, request_secret, bearer, scope)
+        except McpUnavailable as exc:
+            if exc.error["code"] in LIMIT_CODES:
+                self._refused[refusal_key] = exc.error
             raise
+
+    async def _list(self, url: str, request_secret: str, bearer: str | None, scope: str) -> tuple[McpTool, ...]:
+        bridge = self._bridge(request_secret, max_bytes=self.limits.max_list_bytes)
+        try:
+            with anyio.fail_after(bridge.remaining()):
+                async with self._session(url, bearer, bridge, scope) as session:
+                    tools = await _all_tools(session, self.limits, bridge)
         except Exception as exc:  # the SDK's errors, or a transport failure inside its task group
-            failure = _session_failure(bridge, exc)
+            if (bound := find(exc, McpUnavailable)) is not None:
+                raise McpUnavailable(bound.error["code"], bound.error["message"], retryable=bound.retryable) from None
+            if isinstance(exc, TimeoutError) and bridge.limit is None:
+                bridge.over(DEADLINE_EXCEEDED, f"listing the tools took longer than {self.limits.deadline_seconds:g} s")
+            failure = session_failure(bridge, exc)
             raise McpUnavailable(failure.error.code, failure.error.message, retryable=failure.retryable) from None
-        self._tools[(scope, url)] = tools
+        try:
+            self._tools[(scope, url)] = _Listed(tools, weight(bridge.bytes_read, len(tools)))
+        except ValueError:  # larger than the whole cache: used once, not kept
+            pass
+        self._gauge()
         return tools
 
     async def call_tool(
@@ -191,20 +243,27 @@ class McpClient:
         problem = arguments_problem(tool.input_schema, arguments)
         if problem is not None:
             return McpCallResult("failed", error={"code": "invalid_arguments", "message": problem})
-        bridge = _Bridge(self._http, request_secret, self._timestamps)
+        bridge = self._bridge(request_secret)
         try:
-            async with self._session(url, bearer, bridge, scope) as session:
-                # send_request, not call_tool: call_tool re-lists the tools after the answer
-                # to check it against an output schema, a round trip per call that the cached
-                # list makes needless (and a warning when the tool is on a later page).
-                request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
-                result = await session.send_request(request, types.CallToolResult)
+            with anyio.fail_after(bridge.remaining()):
+                async with self._session(url, bearer, bridge, scope) as session:
+                    # send_request, not call_tool: call_tool re-lists the tools after the answer
+                    # to check it against an output schema, a round trip per call that the cached
+                    # list makes needless (and a warning when the tool is on a later page).
+                    request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
+                    result = await session.send_request(request, types.CallToolResult)
         except Exception as exc:
-            return _fate(bridge, exc)
+            if isinstance(exc, TimeoutError) and bridge.limit is None:
+                failure = bridge.over(DEADLINE_EXCEEDED, f"the call took longer than "
+                                      f"{self.limits.deadline_seconds:g} s", is_call=bridge.call_status is not None,
+                                      sent=bridge.call_status is not None)
+                if bridge.call_status is None:  # not sent: nothing happened
+                    return McpCallResult("failed", error=failure.error.as_dict(), retryable=True)
+            return call_fate(bridge, exc)
         return _answer(result)
 
     @asynccontextmanager
-    async def _session(self, url: str, bearer: str | None, bridge: _Bridge, scope: str) -> AsyncIterator[ClientSession]:
+    async def _session(self, url: str, bearer: str | None, bridge: Bridge, scope: str) -> AsyncIterator[ClientSession]:
         async def on_message(message: Any) -> None:
             if getattr(message, "method", None) == "notifications/tools/list_changed":
                 self.forget(url, scope)
@@ -219,19 +278,24 @@ class McpClient:
             yield session
 
 
-async def _all_tools(session: ClientSession) -> tuple[McpTool, ...]:
+async def _all_tools(session: ClientSession, limits: McpLimits, bridge: Bridge) -> tuple[McpTool, ...]:
     tools: list[McpTool] = []
     cursor: str | None = None
-    for _ in range(MAX_PAGES):
+    for _ in range(limits.max_pages):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
         page = await session.list_tools(params=params)
+        if len(tools) + len(page.tools) > limits.max_tools:
+            bridge.over(TOO_MANY_TOOLS, f"the server lists more than {limits.max_tools} tools")
+            raise McpUnavailable(TOO_MANY_TOOLS, f"the server lists more than {limits.max_tools} tools",
+                                 retryable=False)
         for tool in page.tools:
             annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else {}
             tools.append(McpTool(tool.name, tool.description or "", dict(tool.input_schema), annotations))
         cursor = page.next_cursor
         if not cursor:
             return tuple(tools)
-    raise McpUnavailable("too_many_pages", f"tools/list went on past {MAX_PAGES} pages", retryable=False)
+    bridge.over(TOO_MANY_PAGES, f"tools/list went on past {limits.max_pages} pages")
+    raise McpUnavailable(TOO_MANY_PAGES, f"tools/list went on past {limits.max_pages} pages", retryable=False)
 
 
 def _answer(result: types.CallToolResult) -> McpCallResult:
@@ -245,144 +309,3 @@ def _answer(result: types.CallToolResult) -> McpCallResult:
             else [block.model_dump(by_alias=True, exclude_none=True, mode="json") for block in result.content]
         )
     return McpCallResult("tool_error" if result.is_error else "succeeded", result=value)
-
-
-def _fate(bridge: _Bridge, exc: BaseException) -> McpCallResult:
-    """What the wire says about a `tools/call` that raised."""
-    failure = bridge.call_failure
-    if failure is not None:
-        return McpCallResult(
-            "unknown" if failure.sent else "failed", error=failure.error.as_dict(), retryable=failure.retryable
-        )
-    if bridge.call_status is None:  # the session failed before the call was written
-        failure = _session_failure(bridge, exc)
-        return McpCallResult("failed", error=failure.error.as_dict(), retryable=failure.retryable)
-    if bridge.call_status in FATE_UNKNOWN_STATUSES:
-        return McpCallResult(
-            "unknown", error={"code": "bad_gateway", "message": f"the server answered HTTP {bridge.call_status}"}
-        )
-    mcp_error = _find(exc, MCPError)
-    if mcp_error is not None and mcp_error.error.code == types.CONNECTION_CLOSED:
-        # The response stream ended without an answer: the server had the request.
-        return McpCallResult("unknown", error={"code": "connection_lost", "message": mcp_error.error.message})
-    if mcp_error is not None:
-        return McpCallResult(
-            "failed",
-            error={"code": "mcp_error", "message": mcp_error.error.message[:MAX_ERROR_MESSAGE]},
-            retryable=bridge.call_status >= 500,
-        )
-    return McpCallResult("unknown", error={"code": "mcp_error", "message": _describe(exc)})
-
-
-def _session_failure(bridge: _Bridge, exc: BaseException) -> AttemptFailed:
-    """Why a session failed before any `tools/call` was written: a transport failure, an HTTP
-    refusal (the SDK reports a 401 as a bare JSON-RPC error, so the status is taken from the
-    wire), or the SDK's own error."""
-    if bridge.failure is not None:
-        return bridge.failure
-    if bridge.refused is not None:
-        return AttemptFailed(
-            "host_refused",
-            f"the server answered HTTP {bridge.refused}",
-            sent=True,
-            retryable=bridge.refused in RETRYABLE_STATUSES,
-        )
-    return AttemptFailed("mcp_error", _describe(exc), sent=True)
-
-
-def _find(exc: BaseException, kind: type[MCPError]) -> MCPError | None:
-    if isinstance(exc, kind):
-        return exc
-    for inner in getattr(exc, "exceptions", ()):  # an ExceptionGroup from the SDK's task groups
-        found = _find(inner, kind)
-        if found is not None:
-            return found
-    return None
-
-
-def _describe(exc: BaseException) -> str:
-    inner = getattr(exc, "exceptions", None)
-    if inner:
-        return _describe(inner[0])
-    return (str(exc) or type(exc).__name__)[:MAX_ERROR_MESSAGE]
-
-
-def _jsonrpc_method(body: bytes) -> str | None:
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None
-    return message.get("method") if isinstance(message, dict) else None
-
-
-class _Bridge(httpx2.AsyncBaseTransport):
-    """The SDK's httpx2 requests, signed and sent by Heddle's guarded httpx client.
-
-    It also notes what the wire said about the session's `tools/call`: its HTTP status, or
-    the failure that kept its answer from arriving (``sent`` false when no byte left).
-    """
-
-    def __init__(self, http: httpx.AsyncClient, secret: str, timestamps: UniqueTimestamps):
-        self._http, self._secret, self._timestamps = http, secret, timestamps
-        self.failure: AttemptFailed | None = None  # the latest failure of any request
-        self.refused: int | None = None  # the latest HTTP status >= 400 of any request
-        self.call_failure: AttemptFailed | None = None
-        self.call_status: int | None = None
-
-    def _failed(self, failure: AttemptFailed, is_call: bool) -> AttemptFailed:
-        self.failure = failure
-        if is_call:
-            self.call_failure = failure
-        return failure
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        body = await request.aread()
-        is_call = request.method == "POST" and _jsonrpc_method(body) == "tools/call"
-        headers = [(k, v) for k, v in request.headers.raw if k.lower() not in _HOP_HEADERS]
-        try:
-            outgoing = self._http.build_request(request.method, str(request.url), content=body or None, headers=headers)
-            target = outgoing.url.raw_path.decode("ascii")
-            t = self._timestamps.next(request.method, target, body)
-            outgoing.headers[SIGNATURE_HEADER] = sign(self._secret, request.method, target, body, t)
-        except (httpx.InvalidURL, ValueError, UnicodeError) as exc:
-            self._failed(AttemptFailed("invalid_url", str(exc), sent=False, retryable=False), is_call)
-            raise httpx2.ConnectError(str(exc)) from None
-        try:
-            response = await self._http.send(outgoing, stream=True, follow_redirects=False)
-        except httpx.TransportError as exc:
-            failure = self._failed(send_failure(exc), is_call)
-            kind = httpx2.ConnectError if not failure.sent else httpx2.ReadError
-            raise kind(failure.error.message) from None
-        if is_call:
-            self.call_status = response.status_code
-        if response.status_code >= 400:
-            self.refused = response.status_code
-        return httpx2.Response(
-            response.status_code, headers=response.headers.raw, stream=_Body(response, self, is_call), request=request
-        )
-
-
-class _Body(httpx2.AsyncByteStream):
-    """A response body read through the guarded client; a failure mid-way is noted (sent)."""
-
-    def __init__(self, response: httpx.Response, bridge: _Bridge, is_call: bool):
-        self._response, self._bridge, self._is_call = response, bridge, is_call
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in self._response.aiter_raw():
-                yield chunk
-        except httpx.RequestError as exc:
-            code = (
-                "timeout"
-                if isinstance(exc, httpx.TimeoutException)
-                else "response_too_large"
-                if isinstance(exc, ResponseTooLarge)
-                else "connection_lost"
-            )
-            failure = AttemptFailed(code, f"reading the response: {_describe(exc)}", sent=True)
-            self._bridge._failed(failure, self._is_call)
-            raise httpx2.ReadError(failure.error.message) from None
-
-    async def aclose(self) -> None:
-        await self._response.aclose()

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from heddle.loom.lease import Fence
 from heddle.loom.models import Agent, Run, ToolCall
 from heddle.loom.providers.base import ASK_USER_TOOL, ToolSpec
+from heddle.loom.tools import names
 from heddle.loom.tools.base import ToolExecution, ToolKind, failed
 
 __all__ = ["ASK_USER_SPEC", "ToolExecution", "ToolKind", "ToolKinds", "Toolset", "ToolsUnavailable"]
@@ -50,8 +51,10 @@ class Expanding(Protocol):
 class ToolKinds:
     """The tool kinds this process knows, in the order they are asked about an agent's tools."""
 
-    def __init__(self, *kinds: ToolKind):
+    def __init__(self, *kinds: ToolKind, max_tools: int = 0, max_schema_bytes: int = 0, metrics: Any = None):
         self.kinds = kinds
+        self.metrics = metrics  # heddle_tools_refused_total
+        self.max_tools, self.max_schema_bytes = max_tools, max_schema_bytes  # per turn; 0 = no cap
         self._by_kind = {kind.kind: kind for kind in kinds}
 
     def _declaring(self, tool: dict[str, Any]) -> tuple[ToolKind, str] | None:
@@ -87,25 +90,29 @@ class ToolKinds:
 
     async def offered(self, run: Run, agent: Agent) -> Toolset:
         """The agent's tools for this turn of `run`: entries that stand for a server's tools become
-        one entry per tool. A name two entries end up with is refused (`tool_name_clash`): the
-        model must never reach one tool while the file meant another."""
-        entries: list[dict[str, Any]] = []
-        origin: dict[str, str] = {}
+        one entry per tool. Names are screened (heddle/loom/tools/names.py): a name the providers
+        refuse, a reserved one, or a server's that clashes is left out and reported in the turn's
+        trace (the agent file's own tools keep their names); past the turn's limits on tools and
+        schema bytes the run fails (`tools_over_turn_limit`)."""
+        candidates: list[tuple[str, str, str, dict[str, Any]]] = []
         for i, tool in enumerate(agent.tools):
             expander = next((k for k in self.kinds if isinstance(k, Expanding) and k.expands(tool)), None)
+            source = f"tools.{i}" + (f" (mcp: {tool['mcp']})" if expander else "")
             for entry in await expander.expand(run, tool, i) if expander else [tool]:
-                found = self._declaring(entry)
-                if found is None:
-                    continue
-                name = found[1]
-                if name in origin:
-                    raise ToolsUnavailable(
-                        "tool_name_clash",
-                        f"Tool {name!r} is offered by both {origin[name]} and tools.{i} of the agent.",
-                    )
-                origin[name] = f"tools.{i}"
-                entries.append(entry)
-        return Toolset(self, entries)
+                if (found := self._declaring(entry)) is not None:
+                    origin = "builtin" if "builtin" in entry else "listed" if expander else "file"
+                    candidates.append((found[1], source, origin, entry))
+        entries, refused = names.screen(candidates)
+        if self.metrics is not None:
+            for r in refused:
+                self.metrics.tools_refused.labels(r.reason).inc()
+        too_large = names.over_turn_limits((spec.parameters for spec in self._specs(entries)),
+                                           max_tools=self.max_tools, max_schema_bytes=self.max_schema_bytes)
+        if too_large is not None:
+            if self.metrics is not None:
+                self.metrics.tools_refused.labels("tools_over_turn_limit").inc()
+            raise ToolsUnavailable("tools_over_turn_limit", f"The agent's tools cannot be offered: {too_large}.")
+        return Toolset(self, entries, [r.as_dict() for r in refused])
 
     def parameters(self, agent: Agent, name: str) -> dict[str, Any] | None:
         """The JSON Schema the agent's tool `name` declares for its arguments (as the model sees
@@ -129,8 +136,13 @@ class ToolKinds:
 class Toolset:
     """The tools one model turn offers: specs for the model, and what a call of each records."""
 
-    def __init__(self, kinds: ToolKinds, entries: list[dict[str, Any]]):
+    def __init__(self, kinds: ToolKinds, entries: list[dict[str, Any]], refused: list[dict[str, str]] | None = None):
         self._kinds, self._entries = kinds, entries
+        self.refused = refused or []  # tools left out (names.RefusedTool), for the turn's trace
+
+    def trace(self) -> dict[str, Any]:
+        """What the turn's stored request adds about its tools: those left out, if any."""
+        return {"refused_tools": self.refused} if self.refused else {}
 
     def specs(self) -> list[ToolSpec]:
         return self._kinds._specs(self._entries)

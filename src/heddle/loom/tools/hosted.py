@@ -75,6 +75,10 @@ class HostedTool:
     def definition(self, tool: dict[str, Any]) -> dict[str, Any]:
         return {"kind": self.kind, **tool}
 
+    @property
+    def price_micro(self) -> int:  # what a started call costs (heddle/loom/charging.py)
+        return self.svc.price_micro
+
     def unknown_fate(self, call: ToolCall) -> bool:
         # An at_most_once call is never sent twice: one that was started may have happened.
         return bool(call.attempts) and call.reliability == "at_most_once"

@@ -31,6 +31,7 @@ from heddle.loom.tools.hosted import HostedTool, HostedTools, subject_token
 from heddle.loom.unit_of_work import RunUnitOfWork
 from heddle.outbound.exchange import AttemptLog
 from heddle.outbound.mcp import McpClient, McpUnavailable, settings_from_annotations
+from heddle.outbound.mcp_limits import LIMIT_CODES
 from heddle.outbound.mint import MintError
 from heddle.workspaces.models import Connection, Workspace
 from heddle.workspaces.service import resolve_connection
@@ -68,6 +69,10 @@ class McpTool:
     def definition(self, tool: dict[str, Any]) -> dict[str, Any]:
         return {"kind": self.kind, **tool}
 
+    @property
+    def price_micro(self) -> int:  # what a started call costs (heddle/loom/charging.py)
+        return self.svc.hosted.price_micro
+
     # A call started and not answered may have happened, as for a hosted tool.
     unknown_fate = HostedTool.unknown_fate
     stopped = HostedTool.stopped
@@ -92,9 +97,11 @@ class McpTool:
                 "mint_failed", f"tools.{index}.mcp: no subject token for the MCP server: {exc.message}"
             ) from None
         except McpUnavailable as exc:
+            # A bound is its own cause (mcp_too_many_pages, …); anything else is tools_unavailable
+            # with the server's own words (its JSON-RPC error) when it gave some.
+            code = exc.error["code"] if exc.error["code"] in LIMIT_CODES else "tools_unavailable"
             raise ToolsUnavailable(
-                "tools_unavailable",
-                f"tools.{index}.mcp: could not list the tools of {connection.name!r}: {exc.error['message']}",
+                code, f"tools.{index}.mcp: could not list the tools of {connection.name!r}: {exc.error['message']}"
             ) from None
         wanted = tool.get("tools", "*")
         by_name = {t.name: t for t in listed}
