@@ -26,7 +26,7 @@ def add_load_arguments(parser) -> None:
     parser.add_argument("--duration", type=float, default=20.0, help="seconds each conversation keeps posting")
 
 
-async def _healthz(base_url: str | None, stop: asyncio.Event, out: list[float]) -> None:
+async def _healthz(base_url: str | None, path: str, stop: asyncio.Event, out: list[float]) -> None:
     """GET /healthz every 0.25 s while the round runs: how the loop answers a cheap request."""
     if base_url is None:
         return
@@ -34,7 +34,7 @@ async def _healthz(base_url: str | None, stop: asyncio.Event, out: list[float]) 
         while not stop.is_set():
             started = time.monotonic()
             try:
-                await client.get("/healthz")
+                await client.get(path)
                 out.append((time.monotonic() - started) * 1000)
             except httpx.HTTPError:
                 pass
@@ -51,7 +51,8 @@ async def _drive(system, conversations: int, duration: float, healthz: list[floa
     out: list[Sample] = []
     stop = asyncio.Event()
     gate = Gate(conversations, duration, on_open)
-    probe = asyncio.create_task(_healthz(getattr(system, "base_url", None), stop, healthz))
+    probe = asyncio.create_task(_healthz(getattr(system, "base_url", None), getattr(system, "health_path", "/healthz"),
+                                         stop, healthz))
     results = await asyncio.gather(*(system.conversation(i, gate, out) for i in range(conversations)),
                                    return_exceptions=True)
     wall = time.monotonic() - gate.started

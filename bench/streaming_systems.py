@@ -304,6 +304,7 @@ def langgraph_python() -> Path:
 
 class LangGraph:
     name = "LangGraph in-memory"
+    health_path = "/ok"  # (the launcher registers the graph as `echo`)
 
     def __init__(self, mock: Llmock):
         self.mock = mock
@@ -344,7 +345,7 @@ class LangGraph:
             while time.monotonic() < deadline:
                 started, first, pieces, failed = time.monotonic(), None, [], None
                 try:
-                    body = {"assistant_id": "chat", "stream_mode": "messages-tuple",
+                    body = {"assistant_id": "echo", "stream_mode": "messages-tuple",
                             "input": {"messages": [{"role": "user", "content": "hi"}]}}
                     async with client.stream("POST", f"/threads/{thread}/runs/stream", json=body) as response:
                         async for event, data in sse(response):
