@@ -170,6 +170,7 @@ async def test_every_path_adds_up_under_100_concurrent_streams(server, tenant, f
     async with httpx.AsyncClient(base_url=server.base_url, timeout=120) as client:
         for n, run in enumerate(runs):
             live, stored = run["live"], run["stored"]
+            assert story(stored, run["run_id"])["content"] == REPLY
             assert story(live, run["run_id"])["content"] == REPLY
             assert stored == live  # the stored log is what the live stream sent
             assert [e["event"] for e in run["realtime"] if e["event"] != "message.delta"] == [
