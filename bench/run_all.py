@@ -17,7 +17,7 @@ BENCHES = [
     ("identify_http.py", ["--seconds", "3"]),
     ("loom_latency.py", ["--rounds", "10"]),
     ("realtime.py", ["--subscribers", "1000", "--messages", "30"]),
-    ("streaming.py", ["--messages", "30"]),
+    ("streaming.py", ["--latency", "--messages", "30"]),  # the load table (issue 48) runs by hand
     ("direct_vs_relay.py", ["--requests", "2000"]),
     ("safe_retries.py", ["--n", "200"]),
     ("typed_responses.py", []),

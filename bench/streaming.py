@@ -1,18 +1,30 @@
-"""Streaming: time from a model's first token to the first `message.delta` at the clients.
+"""Streaming: first tokens under load (the default), and first-delta latency (`--latency`).
 
-A local fake OpenAI-compatible model (in this process) streams each reply as Chat Completions
-chunks: it waits `--first-token-ms` (so both clients are connected), notes the wall-clock time
-it writes the first content chunk, then sends the rest every `--chunk-ms`. `heddle serve`
-runs in a subprocess with the fake as a model class and the built-in realtime server.
+The load table (issue 48): llmock as the model (300 ms to the first chunk, then a 150-piece
+reply at about 50 chunks/s); N conversations (10, 100, 300) each posting messages one after
+another for `--duration` seconds and reading every delta (Heddle over SSE); each round on fresh
+servers, systems interleaved round by round. Systems (bench/streaming_systems.py): the openai
+SDK straight to llmock (the physical limit), Heddle embedded (SQLite), Heddle PostgreSQL 1 API +
+1 worker, LangGraph's in-memory server (ChatOpenAI on the same llmock, messages-tuple). Every
+server gets 400 run slots. Columns: time to the first delta (from sending the message) median
+and p95, its overhead over direct (median), runs/s, server CPU per run and per chunk (every
+process of the system, PostgreSQL's backends included), `/healthz` answer time during the
+round (median / p95), failed runs. The load average is printed: figures compare within a run.
 
-For each of `--messages` runs (one thread, one after the other):
+    python bench/streaming.py [--systems direct,embedded,postgres,langgraph] [--levels 10,100,300]
+                              [--rounds 3] [--duration 20] [--json]
+    python bench/streaming.py --systems embedded,direct --levels 100 --rounds 1 --duration 8   # ~1 min
+
+`--latency` measures what this bench measured first: a local fake OpenAI-compatible model
+(in this process) streams each reply; `heddle serve` runs in a subprocess with the built-in
+realtime server. For each of `--messages` runs (one thread, one after the other):
 - pusher-js (tests/realtime/js, the official client) subscribed to the thread's channel
   notes when the first `message.delta` of the run arrives (Date.now());
 - an SSE client (httpx, its own thread) on `GET /v1/loom/runs/{id}/events` notes when the first
   `message.delta` event arrives.
 Latency = arrival time minus the fake's first-token time: same machine, same clock.
 
-    python bench/streaming.py [--messages 30] [--json]
+    python bench/streaming.py --latency [--messages 30] [--json]
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ from starlette.routing import Route
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import Server, cli, free_port, summary  # noqa: E402
+from streaming_load import add_load_arguments, load_table  # noqa: E402
 
 KEY, SECRET = "bench-key", "bench-secret-" + uuid.uuid4().hex
 JS = Path(__file__).parents[1] / "tests" / "realtime" / "js"
@@ -168,11 +181,16 @@ def run(messages: int, first_token_ms: float, chunk_ms: float) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--latency", action="store_true", help="first-delta latency of one thread (no load)")
     parser.add_argument("--messages", type=int, default=30)
     parser.add_argument("--first-token-ms", type=float, default=300.0)
     parser.add_argument("--chunk-ms", type=float, default=20.0)
     parser.add_argument("--json", action="store_true")
+    add_load_arguments(parser)
     args = parser.parse_args()
+    if not args.latency:
+        load_table(args)
+        return
     result = run(args.messages, args.first_token_ms, args.chunk_ms)
     if args.json:
         print(json.dumps(result))

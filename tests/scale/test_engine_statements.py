@@ -15,7 +15,7 @@ BENCH = Path(__file__).parents[2] / "bench" / "engine_statements.py"
 # statement to every run shows here first.
 # Run control (loom/cancellation.py) adds one statement to every run that ends: the finishing
 # transaction looks for the thread's next queued run (if_busy: enqueue), 8 -> 9 and 26 -> 27.
-# The stored run-event log behind SSE and the webhook outbox (loom/run_events.py) write in the
+# The stored run-event log behind SSE and the webhook outbox (loom/event_log.py, loom/event_outbox.py) write in the
 # step's own transaction: each step that changes the run stores its run.updated/message.created
 # rows (max seq read + insert) and a reply's deltas commit in their own batch, 9 -> 15, 27 -> 33
 # and 12 -> 15, with one more commit for a streamed reply.

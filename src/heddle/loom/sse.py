@@ -18,6 +18,12 @@ While nothing happens it sends a comment line (`: heartbeat`) every `heartbeat_s
 proxies and clients keep the connection. It ends right after the run's terminal `run.updated` (`closed` or `failed`).
 
 No database connection is held while waiting: each read is its own short session.
+
+Coalesced per reader (issue 48, loom/delta_pacing.py): what one wake-up brings goes to the
+socket as one write; news within `SSE_WINDOW_SECONDS` of the last send waits out the window,
+so that pieces arriving meanwhile share the write (and, on another process's bus wake-ups, the
+read); the first news after a quiet spell goes at once. Frames are encoded once per event for
+all the streams of a run (`FRAMES`).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from sqlalchemy import select
 
 from heddle.db.base import Database
 from heddle.errors import HeddleError
+from heddle.loom.delta_pacing import SSE_WINDOW_SECONDS, FrameCache
 from heddle.loom.event_log import read_after
 from heddle.loom.event_signals import RunEventSignals
 from heddle.loom.models import Run
@@ -44,6 +51,7 @@ MAX_EVENT_ID = 2**31 - 1
 BATCH = 500
 RETRY_MS = 1000  # how long a browser's EventSource waits before it reconnects
 MAX_POLL_BACKOFF = 8  # a quiet stream's poll interval doubles up to 8 x HEDDLE_SSE_POLL_SECONDS
+FRAMES = FrameCache()  # each stored event encoded once for every stream of its run, in this process
 
 
 def parse_event_id(raw: str | None, source: str, location: str) -> int:
@@ -86,6 +94,17 @@ class RunEventStream:
             rows = await read_after(session, self.run_id, self.cursor, BATCH)
         return state, rows
 
+    def _frames(self, rows: list[RunEvent], out: list[str]) -> bool:
+        """Append the frames of `rows` to `out`, moving the cursor; True after the run's terminal
+        `run.updated` (the stream ends there)."""
+        for event in rows:
+            out.append(FRAMES.get(self.run_id, event.seq,
+                                  lambda: frame(event.seq, event.name, event.payload)))  # noqa: B023 (called at once)
+            self.cursor = event.seq
+            if _ends(event):
+                return True
+        return False
+
     async def events(self) -> AsyncIterator[str]:
         waiter = self.signals.subscribe(self.run_id)
         try:
@@ -97,30 +116,29 @@ class RunEventStream:
                 waiter.event.clear()
                 inbox, waiter.rows = waiter.rows, []
                 need_read, waiter.stale = need_read or waiter.stale, False
+                out: list[str] = []  # everything of this wake-up goes in one write (issue 48)
+                ended = more = False
                 fresh = [event for event in inbox if event.seq > self.cursor]
                 if fresh and all(event.seq == self.cursor + n for n, event in enumerate(fresh, start=1)):
-                    for event in fresh:  # this process's deltas, just stored: no read back
-                        yield frame(event.seq, event.name, event.payload)
-                        self.cursor = event.seq
-                        if _ends(event):
-                            return
-                    last_sent = time.monotonic()
+                    ended = self._frames(fresh, out)  # this process's deltas, just stored: no read back
                 elif fresh:
                     need_read = True  # a gap: something was stored in between
-                if need_read:
+                if need_read and not ended:
                     need_read = False
                     state, rows = await self._read()
-                    for event in rows:
-                        yield frame(event.seq, event.name, event.payload)
-                        self.cursor = event.seq
-                        if _ends(event):
-                            return
-                    if rows:
-                        last_sent, need_read = time.monotonic(), True  # there may be more
-                        quiet_polls = 0
-                        continue
-                    if state is None or state in TERMINAL:  # erased, or ended before events were stored
-                        return
+                    ended = self._frames(rows, out)
+                    more = bool(rows)  # there may be more
+                    if not rows and (state is None or state in TERMINAL):
+                        ended = True  # erased, or ended before events were stored
+                if out:
+                    yield "".join(out)
+                    last_sent = time.monotonic()
+                    quiet_polls = 0
+                if ended:
+                    return
+                if more:
+                    need_read = True
+                    continue
                 quiet = time.monotonic() - last_sent
                 if quiet >= self.heartbeat_seconds:
                     yield ": heartbeat\n\n"
@@ -132,6 +150,12 @@ class RunEventStream:
                 try:
                     await asyncio.wait_for(waiter.event.wait(), timeout=wait)
                     quiet_polls = 0
+                    # Coalesced per reader (loom/delta_pacing.py): news right after a send waits
+                    # out the window, so what arrives meanwhile goes in the same write (and, on
+                    # a bus wake-up, the same read); the first news after a quiet spell goes at once.
+                    since = time.monotonic() - last_sent
+                    if since < SSE_WINDOW_SECONDS:
+                        await asyncio.sleep(SSE_WINDOW_SECONDS - since)
                 except TimeoutError:
                     need_read = True  # poll: another process may have stored events
                     quiet_polls += 1

@@ -1,10 +1,12 @@
 """Streaming model replies through the official SDKs, and the `scripted` model's word pieces.
 
 Each function reads one streamed reply, hands every text piece to the `StreamSink` as it
-arrives, and returns the reply as the same JSON body the non-streaming API would have given,
-accumulated by the SDK's own helpers (`ChatCompletionStreamState` for OpenAI, the Messages
-stream for Anthropic). The providers' `parse_response` then reads that body exactly as before,
-so tool calls, stop reasons and token counts do not depend on whether the reply streamed.
+arrives, and returns the reply as the same JSON body the non-streaming API would have given:
+for OpenAI merged chunk by chunk here as the SDK's `ChatCompletionStreamState` merges them
+(`ChunkAccumulator`; the SDK's typed chunks were most of a streaming server's CPU, see
+`stream_openai`), for Anthropic by the SDK's Messages stream. The providers' `parse_response`
+then reads that body exactly as before, so tool calls, stop reasons and token counts do not
+depend on whether the reply streamed.
 
 Token counts stay exact: OpenAI-compatible servers are asked for `stream_options.include_usage`
 (the final chunk carries `usage`); Anthropic reports input tokens in `message_start` and the
@@ -17,9 +19,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
-from openai.lib.streaming.chat import ChatCompletionStreamState
+import openai
 
 from heddle.loom.providers.base import StreamSink
 
@@ -48,40 +51,126 @@ def is_transport_error(exc: BaseException) -> bool:
 
 
 async def stream_openai(client: Any, payload: dict[str, Any], sink: StreamSink) -> dict[str, Any]:
-    """One Chat Completions reply, streamed; returns the accumulated `chat.completion` body."""
-    state = ChatCompletionStreamState()
-    finished = False
-    stream = await client.chat.completions.create(**payload, stream=True,
-                                                  stream_options={"include_usage": True})
-    async with stream:
-        if stream.response.headers.get("content-type", "").startswith("application/json"):
+    """One Chat Completions reply, streamed; returns the accumulated `chat.completion` body.
+
+    The SDK sends the request (authentication, timeouts, an error status raised as its
+    `APIStatusError`), and the body is read here, one `data:` line at a time, each chunk
+    decoded to a dict and merged into the reply (`ChunkAccumulator`). The SDK's typed chunks
+    and its `ChatCompletionStreamState` cost about 0.9 ms a chunk, 60% of the embedded server's
+    CPU while streaming (docs/operations.md, "Streaming under load"); a chunk read here costs a
+    `json.loads` and a few dict updates.
+    """
+    reply = ChunkAccumulator()
+    async with client.chat.completions.with_streaming_response.create(
+            **payload, stream=True, stream_options={"include_usage": True}) as response:
+        if response.headers.get("content-type", "").startswith("application/json"):
             # A compatible server that ignores `stream` and answers the whole reply at once.
-            body = json.loads(await stream.response.aread())
+            body = json.loads(await response.read())
             if not isinstance(body, dict):
                 raise ValueError("the response was not a JSON object")
             await _whole_text(body, sink)
             return body
-        async for chunk in stream:
-            state.handle_chunk(chunk)
-            for choice in chunk.choices or ():
-                if choice.index == 0 and choice.finish_reason:
-                    finished = True
-                if choice.index == 0 and choice.delta is not None and choice.delta.content:
-                    await sink.delta(choice.delta.content)
-    if not finished:
+        async for data in _sse_data(response.iter_lines()):
+            if data.startswith("[DONE]"):
+                break
+            chunk = json.loads(data)
+            if isinstance(chunk, dict) and chunk.get("error"):  # as the SDK's stream raises it
+                error = chunk["error"]
+                message = error.get("message") if isinstance(error, dict) else None
+                raise openai.APIError(message if isinstance(message, str) and message
+                                      else "An error occurred during streaming", response.http_request, body=error)
+            text = reply.add(chunk)
+            if text:
+                await sink.delta(text)
+    if not reply.finished:
         raise StreamIncomplete("the stream ended without a finish_reason")
-    # The snapshot, not `get_final_completion()`: that helper parses for structured outputs
-    # and raises on `finish_reason: "length"`, which is a usable (truncated) reply here.
-    body = state.current_completion_snapshot.to_dict(mode="json", warnings=False)
-    body["object"] = "chat.completion"
-    for choice in body.get("choices") or ():  # the accumulator's own fields, not the API's
-        message = choice.get("message") or {}
-        message.pop("parsed", None)
-        if message.get("content") == "" and message.get("tool_calls"):
-            message["content"] = None  # the role chunk's "" when only tool calls followed
-        for call in message.get("tool_calls") or ():
-            (call.get("function") or {}).pop("parsed_arguments", None)
-    return body
+    return reply.body()
+
+
+async def _sse_data(lines) -> AsyncIterator[str]:
+    """The `data` of each Server-Sent Event (its `data:` lines joined by newlines)."""
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+        elif line.startswith("data:"):
+            data.append(line[6:] if line.startswith("data: ") else line[5:])
+    if data:
+        yield "\n".join(data)
+
+
+class ChunkAccumulator:
+    """`chat.completion.chunk` dicts merged into one `chat.completion` body, the way the SDK's
+    `ChatCompletionStreamState` merges them (`accumulate_delta`): strings appended, lists of
+    objects merged by their `index`, other values replaced; `index` and `type` never appended."""
+
+    def __init__(self) -> None:
+        self.top: dict[str, Any] = {}
+        self.choices: dict[int, dict[str, Any]] = {}
+        self.finished = False
+
+    def add(self, chunk: Any) -> str:
+        """Merge one chunk; returns the text it adds to the first choice."""
+        if not isinstance(chunk, dict):
+            raise ValueError("a stream chunk was not a JSON object")
+        text = ""
+        for key, value in chunk.items():
+            if key != "choices" and (value is not None or key not in self.top):
+                self.top[key] = value
+        for choice in chunk.get("choices") or ():
+            index = choice.get("index", 0)
+            into = self.choices.get(index)
+            if into is None:
+                into = self.choices[index] = {"index": index, "finish_reason": None, "logprobs": None,
+                                              "message": {}}
+            for key, value in choice.items():
+                if key == "delta":
+                    _accumulate(into["message"], value or {})
+                elif key != "index" and value is not None:
+                    into[key] = value
+            if index == 0:
+                if choice.get("finish_reason"):
+                    self.finished = True
+                content = (choice.get("delta") or {}).get("content")
+                if isinstance(content, str):
+                    text = content
+        return text
+
+    def body(self) -> dict[str, Any]:
+        body = {**self.top, "object": "chat.completion",
+                "choices": [self.choices[i] for i in sorted(self.choices)]}
+        for choice in body["choices"]:
+            message = choice["message"]
+            message.setdefault("role", "assistant")
+            message.setdefault("content", None)
+            if message.get("content") == "" and message.get("tool_calls"):
+                message["content"] = None  # the role chunk's "" when only tool calls followed
+        return body
+
+
+def _accumulate(into: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    for key, value in delta.items():
+        had = into.get(key)
+        if had is None or key in ("index", "type"):
+            into[key] = value
+        elif isinstance(had, str) and isinstance(value, str):
+            into[key] = had + value
+        elif isinstance(had, dict) and isinstance(value, dict):
+            _accumulate(had, value)
+        elif isinstance(had, list) and isinstance(value, list):
+            for entry in value:
+                at = entry.get("index") if isinstance(entry, dict) else None
+                if at is None:
+                    had.append(entry)
+                elif at < len(had):
+                    _accumulate(had[at], entry)
+                else:
+                    had.insert(at, entry)
+        elif value is not None:
+            into[key] = value
+    return into
 
 
 async def _whole_text(body: dict[str, Any], sink: StreamSink) -> None:

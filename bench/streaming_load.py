@@ -1,0 +1,160 @@
+"""bench/streaming.py's load table: rounds, measurement and the printed table (see its docstring)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import cpu_between, cpu_snapshot  # noqa: E402
+from streaming_systems import PIECES, SYSTEMS, Gate, Llmock, Sample  # noqa: E402
+
+WARM_UP_SECONDS = 2.0
+
+
+def add_load_arguments(parser) -> None:
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated, of {', '.join(SYSTEMS)}")
+    parser.add_argument("--levels", default="10,100,300", help="concurrent conversations, comma-separated")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per system and level (fresh servers each)")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds each conversation keeps posting")
+
+
+async def _healthz(base_url: str | None, path: str, stop: asyncio.Event, out: list[float]) -> None:
+    """GET /healthz every 0.25 s while the round runs: how the loop answers a cheap request."""
+    if base_url is None:
+        return
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                await client.get(path)
+                out.append((time.monotonic() - started) * 1000)
+            except httpx.HTTPError:
+                pass
+            try:
+                await asyncio.wait_for(stop.wait(), 0.25)
+            except TimeoutError:
+                pass
+
+
+async def _drive(system, conversations: int, duration: float, healthz: list[float],
+                 on_open=None) -> tuple[list[Sample], float]:
+    """The round's samples, and the seconds from the start of its timed part (threads opened)
+    to its last run's end."""
+    out: list[Sample] = []
+    stop = asyncio.Event()
+    gate = Gate(conversations, duration, on_open)
+    probe = asyncio.create_task(_healthz(getattr(system, "base_url", None), getattr(system, "health_path", "/healthz"),
+                                         stop, healthz))
+    results = await asyncio.gather(*(system.conversation(i, gate, out) for i in range(conversations)),
+                                   return_exceptions=True)
+    wall = time.monotonic() - gate.started
+    stop.set()
+    await probe
+    out += [Sample(None, None, 0, f"conversation: {type(r).__name__}") for r in results if isinstance(r, Exception)]
+    return out, wall
+
+
+def _backend_pids(db: tuple[str, str] | None) -> list[int]:
+    if db is None:
+        return []
+    from scale import _backends
+
+    return asyncio.run(_backends(*db))
+
+
+def measure(name: str, mock: Llmock, conversations: int, duration: float) -> dict:
+    """One round of one system on a fresh server (warmed up by two conversations first)."""
+    with SYSTEMS[name](mock) as system:
+        asyncio.run(_drive(system, 2, WARM_UP_SECONDS, []))
+        pids = lambda: system.pids() + _backend_pids(system.backends())  # noqa: E731
+        before = cpu_snapshot(pids())
+        healthz: list[float] = []
+        samples, wall = asyncio.run(_drive(system, conversations, duration, healthz))
+        cpu = cpu_between(before, cpu_snapshot(pids()))
+    runs = [s for s in samples if not s.failed]
+    row = {"system": name, "conversations": conversations, "runs": len(runs), "wall_s": round(wall, 2),
+           "failed": len(samples) - len(runs), "failures": sorted({s.failed for s in samples if s.failed}),
+           "ttft_ms": [round(s.ttft_ms, 1) for s in runs if s.ttft_ms is not None],
+           "post_ms": [round(s.post_ms, 1) for s in runs if s.post_ms is not None],
+           "healthz_ms": [round(v, 1) for v in healthz],
+           "runs_per_s": round(len(runs) / wall, 2), "cpu_s": round(cpu, 3),
+           "load": os.getloadavg()[0]}
+    print(json.dumps({k: v for k, v in row.items() if not k.endswith("_ms")} | {
+        "ttft_median_ms": _pct(row["ttft_ms"], 50)}), file=sys.stderr, flush=True)
+    return row
+
+
+def _pct(values: list[float], p: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))], 1)
+
+
+def summarise(rows: list[dict]) -> dict:
+    """The rounds of one system at one level: pooled percentiles, medians of per-round rates."""
+    ttft = [v for r in rows for v in r["ttft_ms"]]
+    runs = sum(r["runs"] for r in rows)
+    cpu = sum(r["cpu_s"] for r in rows)
+    return {"system": rows[0]["system"], "conversations": rows[0]["conversations"], "rounds": len(rows),
+            "runs": runs, "failed": sum(r["failed"] for r in rows),
+            "failures": sorted({f for r in rows for f in r["failures"]}),
+            "ttft_median_ms": _pct(ttft, 50), "ttft_p95_ms": _pct(ttft, 95),
+            "post_median_ms": _pct([v for r in rows for v in r["post_ms"]], 50),
+            "healthz_median_ms": _pct([v for r in rows for v in r["healthz_ms"]], 50),
+            "healthz_p95_ms": _pct([v for r in rows for v in r["healthz_ms"]], 95),
+            "runs_per_s": round(statistics.median(r["runs_per_s"] for r in rows), 2),
+            "cpu_ms_per_run": round(1000 * cpu / runs, 1) if runs and rows[0]["system"] != "direct" else None,
+            "cpu_ms_per_chunk": round(1000 * cpu / runs / PIECES, 3) if runs and rows[0]["system"] != "direct"
+            else None}
+
+
+def load_table(args) -> None:
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = set(systems) - set(SYSTEMS)
+    if unknown:
+        raise SystemExit(f"unknown systems {sorted(unknown)}; expected some of {', '.join(SYSTEMS)}")
+    levels = [int(n) for n in args.levels.split(",")]
+    load = [os.getloadavg()]
+    table = []
+    with Llmock(args.first_token_ms, args.chunk_ms) as mock:
+        for conversations in levels:
+            rows: dict[str, list[dict]] = {s: [] for s in systems}
+            for _ in range(args.rounds):  # interleaved: every system once per round
+                for name in systems:
+                    rows[name].append(measure(name, mock, conversations, args.duration))
+            level = [summarise(rows[name]) for name in systems]
+            direct = next((r for r in level if r["system"] == "direct"), None)
+            for r in level:
+                if direct and direct["ttft_median_ms"] is not None and r["ttft_median_ms"] is not None:
+                    r["overhead_ms"] = round(r["ttft_median_ms"] - direct["ttft_median_ms"], 1)
+                    r["ttft_ratio"] = round(r["ttft_median_ms"] / direct["ttft_median_ms"], 2)
+                    r["runs_ratio"] = round(r["runs_per_s"] / direct["runs_per_s"], 2) if direct["runs_per_s"] else None
+            table += level
+    load.append(os.getloadavg())
+    if args.json:
+        print(json.dumps({"benchmark": "streaming-load", "load_average": load, "first_token_ms": args.first_token_ms,
+                          "chunk_ms": args.chunk_ms, "duration_s": args.duration, "results": table}))
+        return
+    print(f"load average (1/5/15 min) at start {'/'.join(f'{v:.1f}' for v in load[0])}, "
+          f"at end {'/'.join(f'{v:.1f}' for v in load[1])}; {os.cpu_count()} CPUs")
+    print(f"{'conv':>4} {'system':<12} {'TTFT med/p95 ms':>17} {'over direct':>11} {'x direct':>8} {'runs/s':>7} "
+          f"{'CPU/run ms':>10} {'CPU/chunk ms':>12} {'POST med':>8} {'healthz med/p95':>16} {'failed':>6}")
+    for r in table:
+        def f(key, fmt="{:.0f}", r=r):
+            return "-" if r.get(key) is None else fmt.format(r[key])
+        print(f"{r['conversations']:>4} {r['system']:<12} {f('ttft_median_ms') + ' / ' + f('ttft_p95_ms'):>17} "
+              f"{f('overhead_ms'):>11} {f('ttft_ratio', '{:.2f}'):>8} {f('runs_per_s', '{:.2f}'):>7} "
+              f"{f('cpu_ms_per_run'):>10} {f('cpu_ms_per_chunk', '{:.3f}'):>12} {f('post_median_ms'):>8} "
+              f"{f('healthz_median_ms') + ' / ' + f('healthz_p95_ms'):>16} {r['failed']:>6}")
+    print("TTFT: message sent -> first delta read. CPU: every process of the system (PostgreSQL's backends "
+          f"included) over the round, per run and per chunk ({PIECES} a reply). failures: "
+          + "; ".join(f"{r['system']}@{r['conversations']}: {r['failures']}" for r in table if r["failures"]))
