@@ -2,7 +2,7 @@
 
 `heddle serve` (through the FastAPI lifespan in `heddle.lifespan`) and `heddle worker` build the
 same `Container`; nothing here imports FastAPI. Lower layers never receive the container: the
-tool kinds get `IdentifyCharging` and `HostedTools`, Identify's HTTP route gets
+tool kinds get `IdentifyCharging` and `ToolHostAccess`, Identify's HTTP route gets
 `identify_charging`, and so on, so each layer's dependencies are visible in its signature.
 """
 
@@ -29,7 +29,7 @@ from heddle.loom.providers.registry import ModelRegistry
 from heddle.loom.retention import RetentionPruner
 from heddle.loom.run_event import sent_by_database
 from heddle.loom.tools import ToolKinds
-from heddle.loom.tools.hosted import HostedTool, HostedTools
+from heddle.loom.tools.hosted import HostedTool, ToolHostAccess
 from heddle.loom.tools.identify import IdentifyTool
 from heddle.loom.tools.mcp import McpServers, McpTool
 from heddle.loom.unit_of_work import RunSubmitter, RunUnitOfWork, publish_to
@@ -75,7 +75,7 @@ class Container:
     subject_tokens: SubjectTokenCache
     identify: IdentifyService
     identify_charging: IdentifyCharging
-    hosted_tools: HostedTools
+    hosted_tools: ToolHostAccess
     registry: ModelRegistry
     run_events: DeltaWriter  # a reply's deltas stored while it streams; `.signals` wakes SSE streams
     uow: RunUnitOfWork  # every run and tool-call write, and its after-commit hooks
@@ -161,7 +161,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     # Holder-name providers are called through the SSRF-guarded client too.
     identify = build_identify_service(s, outbound, db=db)
     charging = IdentifyCharging(db, identify, metrics, to_micro(s.identify_price_credits))
-    hosted = HostedTools(db, outbound, subject_tokens, to_micro(s.tool_call_price_credits))
+    hosted = ToolHostAccess(db, outbound, subject_tokens, to_micro(s.tool_call_price_credits))
     registry = ModelRegistry.from_json(s.model_classes, metrics=metrics)
     events = realtime.publisher
     metrics.watch_realtime(events)

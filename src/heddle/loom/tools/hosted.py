@@ -33,9 +33,10 @@ SESSION_TOKEN_MARGIN = dt.timedelta(seconds=10)
 
 
 @dataclass(frozen=True, slots=True)
-class HostedTools:
-    """What a hosted tool call needs: the database, the SSRF-guarded client, minted subject
-    tokens and the price of one call."""
+class ToolHostAccess:
+    """What reaching the caller's tool hosts needs (hosted tools and MCP servers alike): the
+    database, the SSRF-guarded client, minted subject tokens and the price of one call. (Named
+    apart from `HostedTool`, the tool kind, which it serves.)"""
 
     db: Database
     outbound: httpx.AsyncClient
@@ -43,7 +44,7 @@ class HostedTools:
     price_micro: int
 
 
-async def subject_token(svc: HostedTools, run: Run, workspace: Workspace) -> str:
+async def subject_token(svc: ToolHostAccess, run: Run, workspace: Workspace) -> str:
     """The subject's session token for the caller's servers (hosted tools, MCP servers): direct
     runs use the token that posted the message while it is valid; then (and in relay) mint."""
     if (run.auth_mode == "direct" and run.session_token and run.session_token_expires_at
@@ -62,7 +63,7 @@ class HostedTool:
 
     kind = "hosted"
 
-    def __init__(self, svc: HostedTools, uow: RunUnitOfWork):
+    def __init__(self, svc: ToolHostAccess, uow: RunUnitOfWork):
         self.svc = svc
         self.uow = uow
 
@@ -91,7 +92,7 @@ class HostedTool:
         return await _call(self.svc, self.uow, run, call, definition, fence)
 
 
-async def _call(svc: HostedTools, uow: RunUnitOfWork, run: Run, call: ToolCall, definition: dict[str, Any],
+async def _call(svc: ToolHostAccess, uow: RunUnitOfWork, run: Run, call: ToolCall, definition: dict[str, Any],
                 fence: Fence) -> ToolExecution:
     async with svc.db.session() as session:
         workspace = await session.get(Workspace, run.workspace_id)

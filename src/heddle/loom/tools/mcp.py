@@ -27,7 +27,7 @@ from heddle.loom.providers.base import ToolSpec
 from heddle.loom.states import CALL_AWAITING_OUTCOME, CALL_FAILED, CALL_SUCCEEDED
 from heddle.loom.tools import ToolsUnavailable
 from heddle.loom.tools.base import ToolExecution, failed
-from heddle.loom.tools.hosted import HostedTool, HostedTools, subject_token
+from heddle.loom.tools.hosted import HostedTool, ToolHostAccess, subject_token
 from heddle.loom.unit_of_work import RunUnitOfWork
 from heddle.outbound.exchange import AttemptLog
 from heddle.outbound.mcp import McpClient, McpUnavailable, settings_from_annotations
@@ -42,7 +42,7 @@ class McpServers:
     """What an MCP tool call needs: the hosted tools' services (database, subject tokens, the
     price of a call) and the process's one MCP client."""
 
-    hosted: HostedTools
+    hosted: ToolHostAccess
     client: McpClient
 
 
