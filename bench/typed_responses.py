@@ -26,7 +26,7 @@ CALL = {"id": "7c1d2e3f-1111-4a2b-9c3d-4e5f6a7b8c9d", "name": "transfer", "kind"
         "risk": "high", "reliability": "at_most_once", "cost_credits": 0.01, "outcome": None, "approval": None,
         "nul_replaced": 0}
 RUN = {"id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11", "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
-       "state": "awaiting_outcome", "terminal": False, "cost_credits": 0.25,
+       "state": "awaiting_outcome", "origin": "api", "terminal": False, "cost_credits": 0.25,
        "connection": {"id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a41", "name": "bank"},
        "latest_message": None, "pending": {"type": "outcome", "tool_calls": [CALL]}, "error": None,
        "created_at": T, "updated_at": T}

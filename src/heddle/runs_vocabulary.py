@@ -60,3 +60,14 @@ def unpack(event: str, data: Any) -> list[tuple[str, Any]]:
     if event == PACKED_DELTAS and isinstance(data, list) and all(isinstance(d, dict) for d in data):
         return [(DELTA_EVENT, piece) for piece in data]
     return [(event, data)]
+
+
+# What started a run (runs.origin): a message posted to the API, a schedule firing, the console's
+# playground, an eval case, or a request over AG-UI or A2A.
+ORIGIN_API = "api"
+ORIGIN_SCHEDULE = "schedule"
+ORIGIN_PLAYGROUND = "playground"
+ORIGIN_EVAL = "eval"
+ORIGIN_AGUI = "agui"
+ORIGIN_A2A = "a2a"
+RUN_ORIGINS = (ORIGIN_API, ORIGIN_SCHEDULE, ORIGIN_PLAYGROUND, ORIGIN_EVAL, ORIGIN_AGUI, ORIGIN_A2A)

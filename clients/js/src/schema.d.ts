@@ -1059,6 +1059,7 @@ export interface components {
          *       "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
          *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
          *       "state": "awaiting_input",
+         *       "origin": "api",
          *       "terminal": false,
          *       "cost_credits": 0.25,
          *       "connection": null,
@@ -1084,6 +1085,12 @@ export interface components {
              */
             thread_id: string;
             state: components["schemas"]["RunState"];
+            /**
+             * Origin
+             * @description What started the run: `api` (a posted message), `schedule`, `playground`, `eval`, `agui` or `a2a`.
+             * @default api
+             */
+            origin?: string;
             /**
              * Terminal
              * @description True when the run will not change again (`closed` or `failed`).
@@ -1357,6 +1364,7 @@ export interface components {
          *       "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
          *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
          *       "state": "closed",
+         *       "origin": "api",
          *       "terminal": true,
          *       "cost_credits": 0.25,
          *       "connection": null,
@@ -1385,6 +1393,12 @@ export interface components {
              */
             thread_id: string;
             state: components["schemas"]["RunState"];
+            /**
+             * Origin
+             * @description What started the run: `api` (a posted message), `schedule`, `playground`, `eval`, `agui` or `a2a`.
+             * @default api
+             */
+            origin?: string;
             /**
              * Terminal
              * @description True when the run will not change again (`closed` or `failed`).
@@ -1628,6 +1642,7 @@ export interface components {
          *         "id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
          *         "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
          *         "state": "closed",
+         *         "origin": "api",
          *         "terminal": true,
          *         "cost_credits": 0.25,
          *         "connection": null,

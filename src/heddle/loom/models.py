@@ -130,6 +130,8 @@ class Run(Base):
     # The W3C `traceparent` of the request that created the run: whichever process executes it
     # (a worker) puts the run's span in that trace (observability/tracing.py, run_span).
     traceparent: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # What started the run: one of runs_vocabulary.RUN_ORIGINS (`api` for a posted message).
+    origin: Mapped[str] = mapped_column(String(16), default="api", server_default="api")
     opened_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

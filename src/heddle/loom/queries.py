@@ -98,7 +98,7 @@ _r = _runs.c
 _LATEST_ANSWER_ID = (select(_m.c.id).where(_m.c.run_id == _r.id, _m.c.role == "assistant")
                      .order_by(_m.c.seq.desc()).limit(1).correlate(_runs).scalar_subquery())
 _RUN_VIEW = (
-    select(_r.id, _r.thread_id, _r.workspace_id, _r.subject, _r.state, _r.cost_micro, _r.connection_id,
+    select(_r.id, _r.thread_id, _r.workspace_id, _r.subject, _r.state, _r.origin, _r.cost_micro, _r.connection_id,
            _r.pending_question, _r.error_code, _r.error_message, _r.created_at, _r.updated_at,
            _m.c.id.label("m_id"), _m.c.run_id.label("m_run_id"), _m.c.thread_id.label("m_thread_id"),
            _m.c.role.label("m_role"), _m.c.content.label("m_content"), _m.c.created_at.label("m_created_at"))

@@ -161,7 +161,7 @@ class ApprovalPending(ReadModel):
 Pending = Annotated[InputPending | OutcomePending | ApprovalPending, Field(discriminator="type")]
 
 RUN_EXAMPLE = {
-    "id": _RUN_ID, "thread_id": _THREAD_ID, "state": "awaiting_input", "terminal": False, "cost_credits": 0.25,
+    "id": _RUN_ID, "thread_id": _THREAD_ID, "state": "awaiting_input", "origin": "api", "terminal": False, "cost_credits": 0.25,
     "connection": None, "latest_message": None, "pending": {"type": "input", "question": "Which account?"},
     "error": None, "created_at": "2026-01-01T12:00:00Z", "updated_at": "2026-01-01T12:00:01Z"}
 
@@ -173,6 +173,8 @@ class Run(ReadModel):
     id: UUIDStr
     thread_id: UUIDStr
     state: RunState
+    origin: str = Field(default="api", description=(
+        "What started the run: `api` (a posted message), `schedule`, `playground`, `eval`, `agui` or `a2a`."))
     terminal: bool = Field(description="True when the run will not change again (`closed` or `failed`).")
     cost_credits: Credits
     connection: ConnectionRef | None = Field(description="The host used for customer tools, when resolved.")

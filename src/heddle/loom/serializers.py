@@ -45,7 +45,7 @@ def run_dict(run: Run, *, latest: Message | None, connection: dict[str, str] | N
     elif run.state == AWAITING_OUTCOME:
         pending = {"type": "outcome", "tool_calls": [tool_call_dict(tc) for tc in awaiting or []]}
     data: dict[str, Any] = {
-        "id": str(run.id), "thread_id": str(run.thread_id), "state": run.state,
+        "id": str(run.id), "thread_id": str(run.thread_id), "state": run.state, "origin": run.origin or "api",
         "terminal": run.state in TERMINAL, "cost_credits": to_credits(run.cost_micro),
         "connection": connection, "latest_message": message_dict(latest) if latest else None,
         "pending": pending, "error": None,
