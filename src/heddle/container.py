@@ -171,8 +171,9 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     run_events = DeltaWriter(db, signals)
     if realtime.relay is not None:
         # Another process's run events reach this one's SSE streams as soon as the shared bus
-        # carries them (the stream then reads the stored rows), not at its next poll.
-        realtime.relay.observers.append(lambda _channel, name, data: signals.wake(name, data))
+        # carries them, not at their next poll: with their seq (PostgreSQL) as the events
+        # themselves, sent without a read when they follow a stream's cursor; else as a wake-up.
+        realtime.relay.log_observers.append(signals.wake)
     # What happens after a run's change commits, in this order: this process's SSE streams and
     # webhook dispatcher wake up, the events go to realtime, the runs made runnable are submitted.
     uow = RunUnitOfWork(db)

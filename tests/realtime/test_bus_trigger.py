@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 
 import pytest
 
+from heddle.loom.event_signals import RunEventSignals
 from realtime.test_event_bus import shared_settings
 from support.loom import SCRIPTED_AGENT, open_thread, post, wait_run
 from support.server import LiveServer
+from support.sse import parse
 from support.tenants import make_tenant
 
 pytestmark = pytest.mark.postgres
@@ -90,3 +93,43 @@ def test_a_workspace_with_realtime_off_sends_nothing(pg_pair):
     assert _wait_for(seen, lambda e: e[0] == f"private-thread-{loud_thread}" and e[1] == "run.updated"
                      and e[2].get("state") == "closed")
     assert not [e for e in seen if e[0] == f"private-thread-{thread}"]
+
+
+def test_each_stored_event_arrives_with_its_seq_so_streams_elsewhere_need_no_read(pg_pair):
+    """Migration 0019: every row carries its `seq` (a packed row's pieces numbered up to it), the
+    numbers of the stored log exactly; the SSE streams of A are handed the events themselves."""
+    a, b, _seen = pg_pair
+    fed: list[tuple[str, dict, int | None]] = []
+    lock = threading.Lock()
+
+    def observe(event: str, data: dict, seq: int | None) -> None:
+        with lock:
+            fed.append((event, data, seq))
+
+    a.services.realtime.relay.log_observers.append(observe)
+    tenant = make_tenant(b)
+    agent = tenant.add_agent(SCRIPTED_AGENT)
+    h = tenant.headers("web:seq")
+    with b.client() as http:
+        thread = open_thread(http, h, agent)
+        run_id = post(http, h, thread, "tell me something in a few words")["run_id"]
+        assert wait_run(http, h, run_id)["state"] == "closed"
+    assert _wait_for(fed, lambda e: e[0] == "run.updated" and e[1].get("id") == run_id
+                     and e[1].get("state") == "closed")
+    with a.client() as http, http.stream("GET", f"/v1/loom/runs/{run_id}/events", headers=h) as response:
+        lines = list(response.iter_lines())
+    stored = [e for e in parse(iter(lines)) if "comment" not in e]
+    mine = [(event, seq) for event, data, seq in fed
+            if (data.get("id") if event == "run.updated" else data.get("run_id")) == run_id]
+    assert mine == [(e["event"], int(e["id"])) for e in stored]
+    assert any(event == "message.delta" for event, _ in mine)
+
+
+def test_a_stream_is_handed_an_event_with_its_seq_and_woken_to_read_one_without():
+    signals = RunEventSignals()
+    run_id = "6f1c0c1e-0000-4000-8000-000000000001"
+    waiter = signals.subscribe(uuid.UUID(run_id))
+    signals.wake("message.delta", {"run_id": run_id, "message_id": "m", "seq": 0, "delta": "hi"}, 7)
+    assert [(e.name, e.seq) for e in waiter.rows] == [("message.delta", 7)] and not waiter.stale
+    signals.wake("run.updated", {"id": run_id, "state": "closed"})
+    assert waiter.stale and waiter.event.is_set()

@@ -1,13 +1,20 @@
 """The delta writer: a reply's `message.delta` pieces stored while the model is still writing.
 
 Pieces stream outside any transaction, so `append()` buffers them and one writer task per run
-stores them in batches (group commit: the first piece is written after a short gathering
-window, `GATHER_SECONDS`, what arrives during a write goes in the next), then hands them to the
-run's live SSE streams (heddle/loom/event_signals.py). When the model call ends, the engine
-takes the pieces no writer has taken yet (`take()`, after waiting for a write in progress) and
-stores them in the turn's own transaction, ahead of the reply's `message.created`: a reply that
-arrives at once (or whose last pieces arrive together) costs no transaction of its own. A failed
-write drops its pieces (a preview: the whole message still arrives) and never fails the run.
+stores them in batches. The first piece of a reply is written at once (after `GATHER_SECONDS`,
+so pieces arriving together share the write); after each write the writer waits out
+`WRITE_WINDOW_SECONDS` and then stores everything that arrived meanwhile as one row (issue 48:
+a reply of 150 pieces costs a handful of write transactions, not one per piece, and on SQLite
+each of them holds the database's single write lock that `POST /messages` waits on too). The
+stored pieces are then handed to the run's live SSE streams (heddle/loom/event_signals.py).
+
+When the model call ends, the engine takes the pieces no writer has taken yet (`take()`) and
+stores them in the turn's own transaction, ahead of the reply's `message.created`, so the end of
+a reply never waits for a window. The one rule that keeps the log whole and in order: `take()`
+waits while a write of the run is in progress (its transaction open), since what it takes must
+be numbered after that write's rows; a writer that is only waiting out its window has taken
+nothing, and finds nothing when it wakes. A failed write drops its pieces (a preview: the whole
+message still arrives) and never fails the run.
 """
 
 from __future__ import annotations
@@ -26,17 +33,24 @@ log = get_logger(__name__)
 # A delta writer waits this long before its first write, so that pieces arriving together (and a
 # model call that ends meanwhile, see DeltaWriter.take) share one write.
 GATHER_SECONDS = 0.002
+# After a write, what arrives within this window goes in the next one (the first piece of a
+# reply is never held back by it; the end of a reply goes in the turn's transaction).
+WRITE_WINDOW_SECONDS = 0.1
 
 
 class DeltaWriter:
     """Stores streamed deltas in batches, one writer task per run (see the module docstring)."""
 
-    def __init__(self, db: Database, signals: RunEventSignals | None = None):
+    def __init__(self, db: Database, signals: RunEventSignals | None = None, *,
+                 window_seconds: float = WRITE_WINDOW_SECONDS):
         self.db = db
         self.signals = signals or RunEventSignals()
+        self.window_seconds = window_seconds
         self._pending: dict[uuid.UUID, list[RunEvent]] = {}
         self._writers: dict[uuid.UUID, asyncio.Task[None]] = {}
-        self._writing: set[uuid.UUID] = set()  # runs whose writer took a batch and is storing it
+        # The write in progress of a run (a batch taken, its transaction open), done when stored.
+        self._writing: dict[uuid.UUID, asyncio.Future[None]] = {}
+        self.writes = 0  # write transactions, for the benchmarks and tests
         self.dropped = 0  # pieces lost to a failed write (the whole message still arrives)
 
     def append(self, event: RunEvent) -> None:
@@ -48,21 +62,31 @@ class DeltaWriter:
     async def _write(self, run_id: uuid.UUID) -> None:
         try:
             await asyncio.sleep(GATHER_SECONDS)
+            # Taking the batch and marking the write in progress happen together (no await
+            # between them), so `take()` either finds the pieces pending or waits for this write.
             while batch := self._pending.pop(run_id, None):
-                self._writing.add(run_id)
+                done = self._writing[run_id] = asyncio.get_running_loop().create_future()
                 try:
-                    async with self.db.transaction() as session:
-                        last = await event_log.append(session, run_id, batch)
-                except Exception as exc:  # deltas are a preview; never fail the run for them
-                    self.dropped += len(batch)
-                    log.warning("run_events_write_failed", run_id=str(run_id), error=type(exc).__name__,
-                                detail=str(exc)[:200])
-                    continue
-                first = last - len(batch) + 1  # live streams send these without reading them back
-                self.signals.notify(run_id, [event.at(first + i) for i, event in enumerate(batch)])
+                    await self._store(run_id, batch)
+                finally:
+                    del self._writing[run_id]
+                    done.set_result(None)
+                await asyncio.sleep(self.window_seconds)
         finally:
-            self._writing.discard(run_id)
             self._writers.pop(run_id, None)
+
+    async def _store(self, run_id: uuid.UUID, batch: list[RunEvent]) -> None:
+        try:
+            async with self.db.transaction() as session:
+                last = await event_log.append(session, run_id, batch)
+        except Exception as exc:  # deltas are a preview; never fail the run for them
+            self.dropped += len(batch)
+            log.warning("run_events_write_failed", run_id=str(run_id), error=type(exc).__name__,
+                        detail=str(exc)[:200])
+            return
+        self.writes += 1
+        first = last - len(batch) + 1  # live streams send these without reading them back
+        self.signals.notify(run_id, [event.at(first + i) for i, event in enumerate(batch)])
 
     async def drain(self, run_id: uuid.UUID) -> None:
         """Wait until every piece appended for this run so far is stored."""
@@ -72,9 +96,8 @@ class DeltaWriter:
 
     async def take(self, run_id: uuid.UUID) -> list[RunEvent]:
         """The pieces appended for this run that no writer has taken, for the caller to store
-        in its own transaction; a write already in progress is waited for first, so what the
-        caller stores comes after everything stored before."""
-        writer = self._writers.get(run_id)
-        if writer is not None and run_id in self._writing:
-            await asyncio.shield(writer)  # it also stores whatever arrived during its write
-        return self._pending.pop(run_id, [])  # a writer still gathering then finds nothing
+        in its own transaction, after everything stored before: a write in progress is waited
+        for first (again if, by the time this task runs, the writer has started the next)."""
+        while (write := self._writing.get(run_id)) is not None:
+            await asyncio.shield(write)
+        return self._pending.pop(run_id, [])  # the writer then finds nothing when its window ends

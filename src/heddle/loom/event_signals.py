@@ -47,11 +47,13 @@ class RunEventSignals:
                 waiter.stale = True
             waiter.event.set()
 
-    def wake(self, name: str, data: dict[str, Any]) -> None:
-        """Wake the run's streams to read the table (an event another process published)."""
+    def wake(self, name: str, data: dict[str, Any], seq: int | None = None) -> None:
+        """An event another process stored, as the shared bus brought it: with its `seq`
+        (PostgreSQL, migration 0019) the run's streams are handed the event itself and send it
+        without a read when it follows their cursor; without one, woken to read the table."""
         run_id = run_id_of(name, data)
         if run_id is not None:
-            self.notify(run_id)
+            self.notify(run_id, None if seq is None else [RunEvent(name, data, None, run_id, seq)])
 
     async def committed(self, work) -> None:
         """The after-commit hook of every run unit of work (heddle/loom/unit_of_work.py): wake

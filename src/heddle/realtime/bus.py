@@ -66,6 +66,13 @@ def encode_event(channel: str, event: str, data: dict[str, Any]) -> str:
 
 def decode_events(message: str) -> list[tuple[str, str, dict[str, Any]]]:
     """The events of one bus message: one, or each piece of a stored row of streamed pieces."""
+    return [(channel, event, data) for channel, event, data, _seq in decode_stored(message)]
+
+
+def decode_stored(message: str) -> list[tuple[str, str, dict[str, Any], int | None]]:
+    """`decode_events` with each event's place in its run's stored log: a `run_events` row
+    sent by migration 0019's trigger carries its `seq` (a packed row's is its last piece's);
+    None for a message without one (sent by a publisher, or by 0010's trigger)."""
     doc = json.loads(message)
     if not isinstance(doc, dict):
         raise ValueError("not an event")
@@ -73,7 +80,11 @@ def decode_events(message: str) -> list[tuple[str, str, dict[str, Any]]]:
     events = unpack(str(doc.get("e")), doc.get("d"))  # a packed row's pieces (heddle/runs_vocabulary.py)
     if not all(isinstance(data, dict) for _, data in events):
         raise ValueError("not an event")
-    return [(channel, event, data) for event, data in events]
+    last = doc.get("s")
+    if not isinstance(last, int) or isinstance(last, bool):
+        return [(channel, event, data, None) for event, data in events]
+    first = last - len(events) + 1
+    return [(channel, event, data, first + i) for i, (event, data) in enumerate(events)]
 
 
 def database_settings(kind: str, channel: str) -> dict[str, str]:
@@ -245,6 +256,8 @@ class BusPublisher:
 
 
 Observer = Callable[[str, str, dict[str, Any]], None]
+# Told each event with its seq in the run's stored log, or None when the message has none.
+LogObserver = Callable[[str, dict[str, Any], int | None], None]
 
 
 class BusRelay:
@@ -257,11 +270,14 @@ class BusRelay:
         self.ready_timeout = ready_timeout
         self.relayed = 0
         self.observers: list[Observer] = []
+        # Such as the run event streams: fed the event itself when it carries its seq, else
+        # woken to read what another process stored (heddle/loom/event_signals.py).
+        self.log_observers: list[LogObserver] = []
         self._task: asyncio.Task | None = None
 
     async def _deliver(self, message: str) -> None:
         try:
-            for channel, event, data in decode_events(message):
+            for channel, event, data, seq in decode_stored(message):
                 # Checked where it was published: with nobody here on the channel (most events
                 # of an API process), there is nothing to encode or send.
                 if self.hub.has_subscribers(channel):
@@ -269,6 +285,8 @@ class BusRelay:
                 self.relayed += 1
                 for observe in self.observers:
                     observe(channel, event, data)
+                for fed in self.log_observers:
+                    fed(event, data, seq)
         except Exception as exc:  # one bad message must not stop the relay
             log.warning("event_bus_message_dropped", error=type(exc).__name__, detail=str(exc)[:200])
 
