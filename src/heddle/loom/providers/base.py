@@ -63,6 +63,7 @@ class ModelClass:
     max_retries: int = 3
     history_tokens: int = DEFAULT_HISTORY_TOKENS
     options: dict[str, Any] = field(default_factory=dict)
+    vision: bool = False  # takes images (attachments as image parts; loom/attachments/to_model.py)
 
 
 # Finish reasons that mean "the model was cut off by max_tokens" (OpenAI `length`, Anthropic
