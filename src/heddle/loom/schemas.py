@@ -104,6 +104,8 @@ class AttachmentInfo(ReadModel):
     height: int | None = Field(None, description="An image's height in pixels.")
     pages: int | None = Field(None, description="A PDF's pages.")
     text_layer: bool | None = Field(None, description="A PDF: false when it has no text to read (a scan).")
+    text_chars: int | None = Field(None, description="A PDF: characters of text read from it (capped by "
+                                                     "HEDDLE_ATTACHMENT_PDF_MAX_CHARS), what a model is sent.")
     message_id: UUIDStr | None = Field(None, description="The message that sent it (on GET only; null while unused).")
     thread_id: UUIDStr | None = Field(None, description="Its thread (on GET and on upload).")
     created_at: Timestamp

@@ -30,7 +30,7 @@ _INSERT_CHUNK = insert(AttachmentChunk.__table__)
 def attachment_dict(a: Attachment) -> dict[str, Any]:
     """The metadata the API shows (an attachment, and each entry of a message's `attachments`)."""
     return {"id": str(a.id), "name": a.name, "content_type": a.content_type, "size": a.size, "sha256": a.sha256,
-            **{k: v for k, v in (a.info or {}).items() if k in ("width", "height", "pages", "text_layer")},
+            **{k: v for k, v in (a.info or {}).items() if k in ("width", "height", "pages", "text_layer", "text_chars")},
             "created_at": iso(a.created_at)}
 
 
