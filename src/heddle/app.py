@@ -17,6 +17,7 @@ from heddle.console.routes import router as console_router
 from heddle.deployment import check_deployment
 from heddle.identify.routes import router as identify_router
 from heddle.lifespan import AppServices
+from heddle.loom.attachments.routes import router as attachments_router
 from heddle.loom.events_routes import router as loom_events_router
 from heddle.loom.realtime_routes import router as realtime_router
 from heddle.loom.routes import router as loom_router
@@ -65,7 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        metrics=svc.metrics, request_log=lambda: svc.container.request_log if svc.container else None,
                        max_header_bytes=settings.max_header_bytes, max_header_count=settings.max_header_count,
                        max_json_depth=settings.max_json_depth, body_timeout=settings.body_timeout,
-                       access_log=settings.access_log)
+                       access_log=settings.access_log, max_upload_bytes=settings.attachment_max_bytes)
     async def origin_allowed(origin: str) -> bool:
         async with svc.get().db.session() as session:
             return await origin_allowed_anywhere(session, origin)
@@ -78,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(loom_router)
     app.include_router(loom_control_router)
     app.include_router(loom_events_router)
+    app.include_router(attachments_router)
     app.include_router(realtime_router)
     app.add_route("/mcp", McpEndpoint(), include_in_schema=False)  # Identify as an MCP server
     if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}

@@ -141,6 +141,17 @@ class Settings(BaseSettings):
     mcp_stream_max_seconds: float = Field(default=600.0, gt=0)
     mcp_stream_check_seconds: float = Field(default=2.0, gt=0)
 
+    # --- attachments (heddle/loom/attachments/; docs/configuration.md "Attachments") ---
+    attachment_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)  # one file: 413 beyond
+    attachments_per_message: int = Field(default=10, ge=1)  # ids one message may name
+    attachment_thread_bytes: int = Field(default=100 * 1024 * 1024, ge=0)  # all files of a thread (0 = no cap)
+    attachment_workspace_bytes: int = Field(default=1024 * 1024 * 1024, ge=0)  # ... of a workspace (0 = no cap)
+    attachment_upload_seconds: float = Field(default=120.0, gt=0)  # an upload not received by then: 408
+    attachment_max_image_pixels: int = Field(default=40_000_000, ge=1)  # larger: a decompression bomb
+    attachment_pdf_max_pages: int = Field(default=50, ge=1)  # pages whose text is read
+    attachment_pdf_max_chars: int = Field(default=100_000, ge=100)  # characters of text kept from a PDF
+    attachment_url_seconds: float = Field(default=300.0, gt=0)  # life of a signed URL handed to a tool host
+
     # --- realtime ---
     realtime: Literal["builtin", "pusher", "off"] = "builtin"
     pusher_app_id: str = ""  # with HEDDLE_REALTIME=pusher: digits only (see _pusher_app_id)

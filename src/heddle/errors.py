@@ -53,6 +53,16 @@ _CODES = [
     ErrorCode("invalid_state_transition", 409, "The run cannot move to that state from its current one."),
     ErrorCode("run_terminal", 409, "The run already ended (closed, or failed other than by a cancel); it cannot be cancelled."),
     ErrorCode("run_not_awaiting_approval", 409, "The run is not waiting for an approval of that tool call."),
+    # --- attachments (loom/attachments/) ---
+    ErrorCode("multipart_invalid", 400, "The upload is not a complete multipart/form-data body with exactly one `file` part (a truncated body, a missing boundary, another part)."),
+    ErrorCode("attachment_too_large", 413, "The file is larger than HEDDLE_ATTACHMENT_MAX_BYTES (declared by Content-Length or counted while it was sent)."),
+    ErrorCode("attachment_quota_exceeded", 413, "The file would take the thread's or the workspace's attachments past HEDDLE_ATTACHMENT_THREAD_BYTES or HEDDLE_ATTACHMENT_WORKSPACE_BYTES."),
+    ErrorCode("attachment_type_not_allowed", 415, "The file's bytes are not one of the accepted types (PNG, JPEG, GIF, WebP, PDF, plain text, CSV, Markdown, JSON); HTML, SVG and executables are refused."),
+    ErrorCode("attachment_type_mismatch", 415, "The file's name says one accepted type and its bytes another (a PNG named `.pdf`)."),
+    ErrorCode("attachment_invalid", 422, "The file is of an accepted type but cannot be used: an image that does not open or is a decompression bomb, a PDF that fails to parse."),
+    ErrorCode("too_many_attachments", 400, "The message names more attachments than HEDDLE_ATTACHMENTS_PER_MESSAGE, or one twice."),
+    ErrorCode("attachment_in_use", 409, "The attachment already belongs to another message; upload it again to send it twice."),
+    ErrorCode("model_cannot_see_images", 422, "The message has an image but the agent's model class does not take images (`vision: true` in HEDDLE_MODEL_CLASSES); `details.model_class` names it."),
     # --- console (operators; /console/api) ---
     ErrorCode("console_unauthenticated", 401, "No operator session, or it expired or ended: open a new login link (heddle operator login-link)."),
     ErrorCode("csrf_failed", 403, "A console change without the session's X-CSRF-Token, or from another Origin."),

@@ -11,6 +11,7 @@ use the real shapes (`{"type": "error", "error": {"type", "message"}}`; 529 is
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import re
@@ -92,7 +93,22 @@ def _blocks(where: str, content: Any) -> list[dict[str, Any]]:
             raise Invalid(f"{where}.{position}: Input should be a valid content block")
         if block["type"] == "text" and (not isinstance(block.get("text"), str) or not block["text"]):
             raise Invalid(f"{where}.{position}: text content blocks must be non-empty")
+        if block["type"] == "image":
+            _validate_image(f"{where}.{position}", block.get("source"))
     return content
+
+
+def _validate_image(where: str, source: Any) -> None:
+    """An `image` block as the Messages API takes it: a base64 source of a supported type."""
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        raise Invalid(f"{where}.source: Input should be a valid base64 image source")
+    if source.get("media_type") not in ("image/jpeg", "image/png", "image/gif", "image/webp"):
+        raise Invalid(f"{where}.source.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' "
+                      "or 'image/webp'")
+    try:
+        base64.b64decode(source.get("data") or "", validate=True)
+    except (ValueError, TypeError):
+        raise Invalid(f"{where}.source.data: invalid base64 data") from None
 
 
 def _validate_messages(messages: Any) -> None:

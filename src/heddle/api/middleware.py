@@ -36,6 +36,11 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 # pusher-js posts channel authorization form-encoded.
 FORM_PATHS = {"/v1/loom/realtime/auth"}
+# Uploads (loom/attachments/upload.py): multipart, and their body is streamed by the route, not
+# read here; a declared Content-Length past the file cap (plus the multipart framing) is still
+# refused here, before a byte is read.
+STREAMED_UPLOADS = re.compile(r"^/v1/loom/threads/[^/]+/attachments$")
+UPLOAD_OVERHEAD_BYTES = 16 * 1024
 
 
 async def _send_error(send: Send, err: HeddleError, request_id: str, *, close: bool = False) -> None:
@@ -80,8 +85,9 @@ class RequestContextMiddleware:
     def __init__(self, app: ASGIApp, *, max_body_bytes: int, metrics: Metrics,
                  request_log: Callable[[], RequestLogWriter | None], max_header_bytes: int = 16 * 1024,
                  max_header_count: int = 100, max_json_depth: int = 64, body_timeout: float = 30.0,
-                 access_log: bool = True):
+                 access_log: bool = True, max_upload_bytes: int = 10 * 1024 * 1024):
         self.app = app
+        self.max_upload_bytes = max_upload_bytes
         self.max_body_bytes = max_body_bytes
         self.max_header_bytes = max_header_bytes
         self.max_header_count = max_header_count
@@ -139,6 +145,13 @@ class RequestContextMiddleware:
             await send(message)
 
         try:
+            if method == "POST" and STREAMED_UPLOADS.match(path):
+                refusal = self._refuse_upload(scope)
+                if refusal is not None:
+                    await _send_error(send_wrapper, refusal, request_id, close=True)
+                    return
+                await self.app(scope, receive, send_wrapper)
+                return
             refusal = self._refuse(scope, method, path)
             if refusal is not None:
                 await _send_error(send_wrapper, refusal, request_id)
@@ -172,6 +185,25 @@ class RequestContextMiddleware:
 
     def _too_large(self) -> str:
         return f"The request body exceeds {self.max_body_bytes} bytes."
+
+    def _refuse_upload(self, scope: Scope) -> HeddleError | None:
+        """An upload's head: its headers, its declared length against the file cap, multipart."""
+        problem = header_problem(scope.get("headers", []), max_bytes=self.max_header_bytes,
+                                 max_count=self.max_header_count)
+        if problem is not None:
+            return problem
+        length = _header(scope, b"content-length")
+        if length is not None and not length.isdigit():
+            return HeddleError("invalid_request", "Content-Length is not a number.")
+        if length is not None and int(length) > self.max_upload_bytes + UPLOAD_OVERHEAD_BYTES:
+            return HeddleError("attachment_too_large", f"The upload declares {length} bytes; a file may have at "
+                               f"most {self.max_upload_bytes} (HEDDLE_ATTACHMENT_MAX_BYTES).",
+                               details={"max_bytes": self.max_upload_bytes})
+        ctype = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
+        if ctype != "multipart/form-data":
+            return HeddleError("unsupported_media_type",
+                               f"An upload's Content-Type must be multipart/form-data, not {ctype or 'missing'}.")
+        return None
 
     def _refuse(self, scope: Scope, method: str, path: str) -> HeddleError | None:
         too_large = header_problem(scope.get("headers", []), max_bytes=self.max_header_bytes,

@@ -103,8 +103,11 @@ def _find_request(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Request:
     raise TypeError("an @idempotent route must take `request: Request`")
 
 
-def idempotent(handler):
-    """Decorate a write route (below `@router.post`) to honour `Idempotency-Key`."""
+def idempotent(handler, *, streamed: bool = False):
+    """Decorate a write route (below `@router.post`) to honour `Idempotency-Key`.
+
+    A `streamed` route (an upload, whose body is never buffered) names what it received with
+    `set_body_digest` once it has read its body, before its write session claims the key."""
 
     @functools.wraps(handler)
     async def wrapper(*args: Any, **kwargs: Any):
@@ -112,7 +115,7 @@ def idempotent(handler):
         key = _read_key(request)
         if key is None:
             return await handler(*args, **kwargs)
-        pending = PendingKey(key, await _body_digest(request))
+        pending = PendingKey(key, "" if streamed else await _body_digest(request))
         request.state.idempotency = pending
         try:
             response = await handler(*args, **kwargs)
@@ -130,6 +133,18 @@ def idempotent(handler):
         return response
 
     return wrapper
+
+
+def idempotent_streamed(handler):
+    """`idempotent` for a route that streams its body (see `set_body_digest`)."""
+    return idempotent(handler, streamed=True)
+
+
+def set_body_digest(request: Request, digest: str) -> None:
+    """What a streamed route received, as the key's fingerprint takes it (no-op without a key)."""
+    pending = _pending(request)
+    if pending is not None:
+        pending.body_digest = digest
 
 
 async def _committed_by_another(request: Request, pending: PendingKey) -> StoredResponse | None:

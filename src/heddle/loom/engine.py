@@ -30,6 +30,7 @@ from heddle.loom.approvals import initial_status
 from heddle.loom.channels import EventSink
 from heddle.loom.delta_writer import DeltaWriter
 from heddle.loom.deltas import DeltaStream
+from heddle.loom.attachments.to_model import stored_request
 from heddle.loom.history import build_conversation
 from heddle.loom.lease import Fence
 from heddle.loom.model_calls import ModelCalls
@@ -125,6 +126,10 @@ class RunEngine:
             return DEFAULT_HISTORY_TOKENS, "scripted"
         return model_class.history_tokens, model_class.provider
 
+    def _sees_images(self, agent: Agent) -> bool:
+        """Whether the agent's model class takes images (attachments as image parts)."""
+        return agent.model_class in self.registry and self.registry.get(agent.model_class).vision
+
     async def execute(self, run_id: uuid.UUID, fence: Fence) -> bool:
         """Advance the run while this executor holds it with `fence` (see heddle.loom.lease).
 
@@ -188,7 +193,8 @@ class RunEngine:
             if step.kind == "model_turn":
                 budget, provider = self._history_budget(agent)
                 conversation = await build_conversation(session, run, agent, calls, history_tokens=budget,
-                                                        provider=provider, report=history)
+                                                        provider=provider, report=history,
+                                                        vision=self._sees_images(agent))
         realtime = bool(realtime) and self.realtime_sink() is not None
         if step.kind == "tools":
             await self.tool_steps.run(run, agent, list(step.calls), fence)
@@ -279,7 +285,8 @@ class RunEngine:
                     "id": turn_id, "run_id": run.id, "seq": turn_seq, "model_class": model_class.name,
                     "input_tokens": response.input_tokens, "output_tokens": response.output_tokens,
                     "cost_micro": cost,
-                    "request": {**response.request, "history": turn.history, **turn.toolset.trace()},
+                    "request": {**stored_request(response.request, turn.conversation), "history": turn.history,
+                                **turn.toolset.trace()},
                     "response": {**response.response, "text": response.text,
                                  **({"nul_replaced": reply.nul_replaced} if reply.nul_replaced else {})},
                     "latency_ms": reply.latency_ms, "created_at": utcnow(),

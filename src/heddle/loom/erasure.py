@@ -1,8 +1,8 @@
 """Erasing threads: one thread (DELETE /threads/{id}), a person (DELETE /subjects/{subject}) and
 retention (threads idle longer than the workspace's `retention_days`, loom/retention.py).
 
-Erasure removes every row of the thread: its messages, queued messages, runs, turns and tool
-calls. Money is kept: ledger rows stay with their amounts (the balance still equals the ledger
+Erasure removes every row of the thread: its messages, queued messages, runs, turns, tool
+calls and attachments (metadata and bytes). Money is kept: ledger rows stay with their amounts (the balance still equals the ledger
 sum), but their references to the erased run, turn or tool call are cut. Request-log rows of
 the workspace keep their status and latency but lose the run reference and the ids in their
 path. Webhook deliveries about the thread's runs (their bodies hold the Run, its reply and
@@ -24,6 +24,7 @@ from heddle.billing.models import LedgerEntry
 from heddle.db import dialect
 from heddle.errors import HeddleError
 from heddle.loom import queries as q
+from heddle.loom.attachments.store import erase_for_threads as erase_attachments
 from heddle.loom.models import Message, QueuedMessage, Run, RunEventRow, Thread, ToolCall, Turn
 from heddle.loom.states import TERMINAL
 from heddle.loom.unit_of_work import RunWork
@@ -42,11 +43,13 @@ class Erased:
     turns: int = 0
     tool_calls: int = 0
     ledger_entries_cut: int = 0
+    attachments: int = 0
     thread_ids: list[uuid.UUID] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, int]:
         return {"threads": self.threads, "messages": self.messages, "runs": self.runs, "turns": self.turns,
-                "tool_calls": self.tool_calls, "ledger_entries_cut": self.ledger_entries_cut}
+                "tool_calls": self.tool_calls, "ledger_entries_cut": self.ledger_entries_cut,
+                "attachments": self.attachments}
 
 
 async def erase_threads(work: RunWork, workspace_id: str, thread_ids: list[uuid.UUID], why: str) -> Erased:
@@ -76,6 +79,7 @@ async def erase_threads(work: RunWork, workspace_id: str, thread_ids: list[uuid.
     await _redact_paths(session, workspace_id, [*thread_ids, *run_ids])
     await _delete_webhook_deliveries(session, workspace_id, thread_ids)
     await session.execute(delete(QueuedMessage).where(QueuedMessage.thread_id.in_(thread_ids)))
+    out.attachments = await erase_attachments(session, thread_ids)
     out.messages = (await session.execute(delete(Message).where(Message.thread_id.in_(thread_ids)))).rowcount
     if run_ids:
         out.runs = (await session.execute(delete(Run).where(Run.id.in_(run_ids)))).rowcount

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from heddle.loom.attachments.to_model import attachment_tokens, load_parts, ref, with_parts
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
 from heddle.loom.providers.base import DEFAULT_HISTORY_TOKENS, ChatMessage, ModelToolCall
 from heddle.loom.providers.tokens import count_words
@@ -34,7 +35,7 @@ def estimate_tokens(text: str | None, provider: str) -> int:
 
 # Built once (every model turn reads its history), of plain columns: the messages are only read.
 _m = Message.__table__
-_COLUMNS = (_m.c.id, _m.c.run_id, _m.c.role, _m.c.content, _m.c.seq)
+_COLUMNS = (_m.c.id, _m.c.run_id, _m.c.role, _m.c.content, _m.c.seq, _m.c.attachments)
 _RUN = bindparam("run_id", type_=_m.c.run_id.type)
 _THREAD = bindparam("thread_id", type_=_m.c.thread_id.type)
 _OPENING_ID = (select(_m.c.id).where(_m.c.run_id == _RUN, _m.c.role == "user")
@@ -66,10 +67,13 @@ async def _earlier_messages(session: AsyncSession, run: Run, budget: int, provid
             if message.run_id == run.id:
                 opening = message
                 continue
-            cost = estimate_tokens(message.content, provider)
+            cost = estimate_tokens(message.content, provider) + sum(
+                attachment_tokens(a, provider) for a in message.attachments or ())
             if used + cost > budget or len(kept) >= HISTORY_MAX_MESSAGES:
                 cut = True
                 report["first_dropped_message_id"] = str(message.id)
+                if message.attachments:  # the trace says which files the model did not see
+                    report["dropped_attachments"] = [ref(a, reason="history_budget") for a in message.attachments]
                 break
             kept.append(message)
             used += cost
@@ -105,17 +109,23 @@ def tool_result_content(tc: ToolCall) -> str | None:
 
 async def build_conversation(session: AsyncSession, run: Run, agent: Agent, calls: list[ToolCall] | None = None,
                              *, history_tokens: int = DEFAULT_HISTORY_TOKENS, provider: str = "scripted",
-                             report: dict[str, Any] | None = None) -> list[ChatMessage]:
+                             report: dict[str, Any] | None = None, vision: bool = False) -> list[ChatMessage]:
     """The conversation for the run's next model turn; `calls` are the run's tool calls when the
-    caller has them; `report` receives the history cut."""
+    caller has them; `report` receives the history cut (and which attachments were sent or left
+    out); `vision`: the model class takes images."""
     messages: list[ChatMessage] = []
     if agent.instructions:
         messages.append(ChatMessage(role="system", content=agent.instructions))
-    earlier, opening = await _earlier_messages(session, run, history_tokens, provider,
-                                               {} if report is None else report)
-    messages += [ChatMessage(role=m.role, content=m.content) for m in reversed(earlier)]
-    if opening is not None:
-        messages.append(ChatMessage(role="user", content=opening.content))
+    report = {} if report is None else report
+    earlier, opening = await _earlier_messages(session, run, history_tokens, provider, report)
+    rows = [*reversed(earlier), *([opening] if opening is not None else [])]
+    parts: dict[str, Any] = {}
+    metas = [a for m in rows for a in m.attachments or ()]
+    if metas or "dropped_attachments" in report:  # read only for a conversation with files
+        files = report.setdefault("attachments", {})
+        files.setdefault("left_out", []).extend(report.pop("dropped_attachments", []))
+        parts = await load_parts(session, metas, vision=vision, report=files)
+    messages += [with_parts(ChatMessage(role=m.role, content=m.content), m.attachments, parts) for m in rows]
     if calls is None:
         calls = list(await session.scalars(select(ToolCall).where(ToolCall.run_id == run.id).order_by(ToolCall.seq)))
     if not calls:  # turns without tool calls add nothing (see below): no need to read them

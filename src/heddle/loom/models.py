@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -86,6 +87,9 @@ class Message(Base):
     seq: Mapped[int] = mapped_column(Integer)  # order within the thread
     role: Mapped[str] = mapped_column(String(16))  # user | assistant
     content: Mapped[str] = mapped_column(Text)
+    # The metadata of the message's attachments (loom/attachments/), copied when the message is
+    # posted so that every read of a message (list, trace, events, history) has it without a join.
+    attachments: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -207,6 +211,7 @@ class QueuedMessage(Base):
     run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id"), unique=True)
     message_id: Mapped[uuid.UUID] = mapped_column(Uuid)  # the id the 202 returned
     content: Mapped[str] = mapped_column(Text)
+    attachments: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)  # as Message.attachments
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -223,3 +228,41 @@ class RunEventRow(Base):
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
+
+
+class Attachment(Base):
+    """A file uploaded to a thread (loom/attachments/): its metadata; the bytes are its chunks.
+
+    It belongs to one thread and subject, and to one message at most (`message_id`, set when a
+    message names it). Erased with its thread (loom/erasure.py)."""
+
+    __tablename__ = "attachments"
+    __table_args__ = (
+        Index("ix_attachments_thread_id", "thread_id"),
+        Index("ix_attachments_workspace_id", "workspace_id"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id"))
+    thread_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("threads.id"))
+    subject: Mapped[str] = mapped_column(String(300))
+    message_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    name: Mapped[str] = mapped_column(String(300))
+    content_type: Mapped[str] = mapped_column(String(100))
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    # What inspecting the bytes found: width/height of an image, pages and text_layer of a PDF.
+    info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    text: Mapped[str | None] = mapped_column(Text, nullable=True)  # a PDF's text (capped)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class AttachmentChunk(Base):
+    """One piece (at most loom/attachments/store.CHUNK_BYTES) of an attachment's bytes, in order."""
+
+    __tablename__ = "attachment_chunks"
+
+    attachment_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("attachments.id", ondelete="CASCADE"),
+                                                     primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    data: Mapped[bytes] = mapped_column(LargeBinary)

@@ -16,6 +16,7 @@ from heddle.api.operations import LOOM, UUIDPath, operation
 from heddle.auth.subjects import canonical_subject
 from heddle.idempotency.http import idempotent
 from heddle.loom import service, views
+from heddle.loom.attachments.rules import attachment_rules
 from heddle.loom.schemas import (
     CreateThread,
     Message,
@@ -65,11 +66,13 @@ async def list_threads(agent: str | None = Query(None, max_length=80), limit: in
              **operation(MessageAccepted, auth=LOOM, status_code=202, body=True,
                          headers=(*SUBJECT, "Service-Connection", "Idempotency-Key"),
                          errors=("subject_required", "not_found", "run_active", "connection_required",
-                                 "connection_not_found")))
+                                 "connection_not_found", "too_many_attachments", "attachment_in_use",
+                                 "model_cannot_see_images")))
 @idempotent
 async def post_message(thread_id: UUIDPath, body: PostMessage, request: Request, background: BackgroundTasks):
     async with write_request(request, background) as req:
-        data = await service.post_message(req.work, req.auth, thread_id, body.content, body.if_busy)
+        data = await service.post_message(req.work, req.auth, thread_id, body.content, body.if_busy,
+                                          attachment_rules(request, body.attachments))
         return req.respond(ok(data, status_code=202))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from typing_extensions import TypeAliasType
 
 from heddle.api.envelope import Credits, NullableTimestamp, ReadModel, Timestamp, UUIDStr
@@ -38,9 +38,19 @@ class CreateThread(BaseModel):
 
 class PostMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    content: Annotated[str, Field(min_length=1, max_length=32_000)]
+    # Empty only when the message has attachments (checked below).
+    content: Annotated[str, Field(max_length=32_000)]
     # What to do while the thread's run is busy (docs/run-control.md, "Busy threads"): 409, wait, or cancel it.
     if_busy: IfBusy = "reject"
+    attachments: Annotated[list[Annotated[str, Field(min_length=1, max_length=64)]], Field(
+        max_length=100, description="Ids of files uploaded to this thread (POST /threads/{id}/attachments), "
+        "each unused so far; at most HEDDLE_ATTACHMENTS_PER_MESSAGE.")] = []
+
+    @model_validator(mode="after")
+    def _something_to_say(self) -> PostMessage:
+        if not self.content and not self.attachments:
+            raise ValueError("content must not be empty unless the message has attachments")
+        return self
 
 
 class PostOutcome(BaseModel):
@@ -75,6 +85,32 @@ class Thread(ReadModel):
     created_at: Timestamp
 
 
+class AttachmentInfo(ReadModel):
+    """A file uploaded to a thread (POST /v1/loom/threads/{id}/attachments); its bytes are at
+    GET /v1/loom/attachments/{id}/content."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "id": "5e2a1c3b-7d4f-4e6a-9b8c-1d2e3f4a5b6c", "name": "transfer.png", "content_type": "image/png",
+        "size": 48213, "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "width": 1170, "height": 2532, "created_at": "2026-01-01T12:00:00Z"}]})
+    id: UUIDStr
+    name: str = Field(description="The client's file name made safe: last path segment, no control "
+                                  "characters, at most 255 characters.")
+    content_type: str = Field(description="Decided by the bytes: image/png, image/jpeg, image/gif, image/webp, "
+                                          "application/pdf, text/plain, text/csv, text/markdown, application/json.")
+    size: int = Field(description="Bytes.")
+    sha256: str = Field(description="Hex SHA-256 of the bytes.")
+    width: int | None = Field(None, description="An image's width in pixels.")
+    height: int | None = Field(None, description="An image's height in pixels.")
+    pages: int | None = Field(None, description="A PDF's pages.")
+    text_layer: bool | None = Field(None, description="A PDF: false when it has no text to read (a scan).")
+    text_chars: int | None = Field(None, description="A PDF: characters of text read from it (capped by "
+                                                     "HEDDLE_ATTACHMENT_PDF_MAX_CHARS), what a model is sent.")
+    message_id: UUIDStr | None = Field(None, description="The message that sent it (on GET only; null while unused).")
+    thread_id: UUIDStr | None = Field(None, description="Its thread (on GET and on upload).")
+    created_at: Timestamp
+
+
 class Message(ReadModel):
     """One message of a thread; payload of the `message.created` event."""
 
@@ -87,6 +123,7 @@ class Message(ReadModel):
     run_id: UUIDStr | None
     role: MessageRole
     content: str
+    attachments: list[AttachmentInfo] = Field(default=[], description="The files sent with the message.")
     created_at: Timestamp
 
 
@@ -282,6 +319,7 @@ class Erased(ReadModel):
     turns: int
     tool_calls: int
     ledger_entries_cut: int
+    attachments: int = Field(0, description="Files erased with the threads (metadata and bytes).")
 
 
 class ThreadDeleted(ReadModel):

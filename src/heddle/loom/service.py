@@ -19,6 +19,7 @@ from heddle.errors import HeddleError
 from heddle.loom import approvals, cancellation, rows, thread_queue
 from heddle.loom import queries as q
 from heddle.loom.agents import get_agent, has_unpinned_hosted_tools
+from heddle.loom.attachments.rules import AttachmentRules, attach_to_message
 from heddle.loom.models import Message, Thread, ToolCall
 from heddle.loom.serializers import message_dict, run_dict, thread_dict
 from heddle.loom.states import (
@@ -71,21 +72,25 @@ async def _resolve_run_connection(session: AsyncSession, auth: AuthContext, agen
 
 
 async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content: str,
-                       if_busy: str = "reject") -> dict[str, Any]:
+                       if_busy: str = "reject", attachments: AttachmentRules | None = None) -> dict[str, Any]:
     """A user message: starts a run (inserted already claimed by the in-process executor when it
-    has a slot), answers the run awaiting input, or waits its turn (`if_busy`)."""
+    has a slot), answers the run awaiting input, or waits its turn (`if_busy`). Its attachments
+    (ids of files uploaded to the thread) become the message's in the same transaction."""
     session = work.session
     auth.require_subject()
     # The thread's lock first, so two concurrent messages cannot both start a run.
     await rows.lock_thread(session, q.parse_id(thread_id, "thread"))
     thread, agent, latest, seq, queue_head = await q.thread_for_message(session, auth, thread_id)
+    message_id = uuid.uuid4()
+    files = await attach_to_message(session, auth, thread, agent, message_id, attachments)
     active = latest if latest is not None and latest.state in (RUNNING, AWAITING_OUTCOME) else None
     if active is not None or (queue_head is not None and (latest is None or latest.state != AWAITING_INPUT)):
         # Busy: a run is working, or messages already wait their turn (see loom/thread_queue.py).
         if if_busy == "enqueue":
             connection_id = await _resolve_run_connection(session, auth, agent)
             return await thread_queue.enqueue(work, auth, thread, agent.id, content, connection_id,
-                                              agent_version=agent.version)
+                                              agent_version=agent.version, message_id=message_id,
+                                              attachments=files)
         if if_busy != "interrupt":
             busy_id = active.id if active is not None else queue_head
             state = active.state if active is not None else "queued"
@@ -96,7 +101,8 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
         latest = None
     if latest is not None and latest.state == AWAITING_INPUT:
         run = latest
-        message = Message(id=uuid.uuid4(), thread_id=thread.id, run_id=run.id, seq=seq, role="user", content=content)
+        message = Message(id=message_id, thread_id=thread.id, run_id=run.id, seq=seq, role="user", content=content,
+                          attachments=files)
         session.add(message)
         asked = await session.scalar(select(ToolCall.id).where(
             ToolCall.run_id == run.id, ToolCall.kind == "ask", ToolCall.status == CALL_PENDING))
@@ -113,8 +119,8 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
         run_row = rows.run_row(auth, thread, agent_id=agent.id, agent_version=agent.version, state=RUNNING,
                                connection_id=connection_id)
         now = run_row["created_at"]
-        message_row = dict(id=uuid.uuid4(), thread_id=thread.id, run_id=run_row["id"], seq=seq, role="user",
-                           content=content, created_at=now)
+        message_row = dict(id=message_id, thread_id=thread.id, run_id=run_row["id"], seq=seq, role="user",
+                           content=content, attachments=files, created_at=now)
         # Core inserts: the hottest write of the API, and the ORM unit of work cost more than
         # the two statements. The objects are only read back for the response.
         run = await work.insert_run(run_row, claim=True)

@@ -111,7 +111,11 @@ def build_request(
 def _blocks(index: int, message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
     text = [{"type": "text", "text": message.content}] if message.content else []
     if message.role == "user":
-        return "user", text
+        # Images first, as Anthropic advises, then the text (with documents' text).
+        images = [{"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
+                  for image in message.images]
+        body = message.text_with_documents()
+        return "user", images + ([{"type": "text", "text": body}] if body else [])
     if message.role == "assistant":
         uses = [
             {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}

@@ -28,12 +28,42 @@ class ModelToolCall:
 
 
 @dataclass(frozen=True)
+class AttachmentPart:
+    """A file sent with a user message (loom/attachments/to_model.py): an image (`data` is its
+    base64) for a model class with vision, or a document's text (`data` is the text)."""
+
+    kind: Literal["image", "text"]
+    attachment_id: str
+    name: str
+    media_type: str
+    data: str
+
+    def text_block(self) -> str:
+        """How a document goes to every model: as text, with its name."""
+        return f"[Attachment {self.name} ({self.media_type})]\n{self.data}"
+
+    def data_url(self) -> str:
+        return f"data:{self.media_type};base64,{self.data}"
+
+
+@dataclass(frozen=True)
 class ChatMessage:
     role: Role
     content: str | None = None
     tool_calls: tuple[ModelToolCall, ...] = ()  # assistant only
     tool_call_id: str | None = None  # tool only: which call this result answers
     name: str | None = None  # tool only: the tool's name
+    attachments: tuple[AttachmentPart, ...] = ()  # user only: its files, in the order sent
+
+    def text_with_documents(self) -> str:
+        """The content followed by each document attachment's text (images are parts of their own)."""
+        blocks = [self.content] if self.content else []
+        blocks += [part.text_block() for part in self.attachments if part.kind == "text"]
+        return "\n\n".join(blocks)
+
+    @property
+    def images(self) -> tuple[AttachmentPart, ...]:
+        return tuple(part for part in self.attachments if part.kind == "image")
 
 
 @dataclass(frozen=True)
@@ -63,6 +93,7 @@ class ModelClass:
     max_retries: int = 3
     history_tokens: int = DEFAULT_HISTORY_TOKENS
     options: dict[str, Any] = field(default_factory=dict)
+    vision: bool = False  # takes images (attachments as image parts; loom/attachments/to_model.py)
 
 
 # Finish reasons that mean "the model was cut off by max_tokens" (OpenAI `length`, Anthropic

@@ -10,7 +10,7 @@
 
 Fields: `provider` (`openai` | `anthropic` | `scripted`), `model`, `base_url`, `api_key` or
 `api_key_env` (the name of an environment variable holding the key), `input_price_per_1k` and
-`output_price_per_1k` (credits per 1,000 tokens), `max_tokens`, `timeout` (seconds per
+`output_price_per_1k` (credits per 1,000 tokens), `vision` (true: the model takes images), `max_tokens`, `timeout` (seconds per
 attempt), `max_retries`, and `options` (`retry_base_delay`, `retry_max_delay`,
 `retry_after_cap` in seconds, `temperature`, `max_tokens_param`, `stream`: false for a
 server that cannot stream replies), and `history_tokens` (the budget of earlier thread messages
@@ -87,6 +87,7 @@ def default_scripted_class() -> ModelClass:
         input_price_per_1k=SCRIPTED_INPUT_PRICE_PER_1K,
         output_price_per_1k=SCRIPTED_OUTPUT_PRICE_PER_1K,
         max_retries=0,
+        vision=True,  # it names the images it is sent (scripted.py), so attachments work with no key
     )
 
 
@@ -120,6 +121,7 @@ class _ClassConfig(BaseModel):
     max_retries: int = Field(default=3, ge=0, le=10)
     history_tokens: int = Field(default=DEFAULT_HISTORY_TOKENS, ge=0, le=10_000_000)
     options: _Options = Field(default_factory=_Options)
+    vision: bool = False  # the model takes images (attachments go to it as image parts)
 
 
 _CONFIGS = TypeAdapter(dict[str, _ClassConfig])
@@ -243,6 +245,7 @@ def _build(name: str, config: _ClassConfig, env: Mapping[str, str], problems: li
         max_retries=config.max_retries,
         history_tokens=config.history_tokens,
         options=config.options.model_dump(exclude_none=True),
+        vision=config.vision,
     )
 
 

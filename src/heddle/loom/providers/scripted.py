@@ -6,6 +6,7 @@ summarises them and stops; otherwise it reads the latest user message:
 - `ask: <question>`            -> calls `ask_user` with `{"question"}`
 - `call: <tool> <json args>`   -> calls that tool (if the agent has it) with those arguments
 - `fail: <reason>`             -> raises `ModelProviderError(reason)`
+- a message with attachments   -> names each file, with the first words of a document's text
 - text holding a BIC, IBAN, routing number, sort code, IFSC or NUBAN, when the agent has the
   `identify` tool           -> calls `identify` with `{"identifier"}`
 - anything else                -> a short help text
@@ -124,8 +125,11 @@ def decide(messages: list[ChatMessage], tools: list[ToolSpec]) -> _Reply:
         calls = {c.id: c for m in messages for c in m.tool_calls}
         summaries = [summarise_tool_result(m, calls.get(m.tool_call_id or "")) for m in results]
         return _Reply(text=" ".join(summaries))
-    text = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
+    latest = next((m for m in reversed(messages) if m.role == "user"), None)
+    text = latest.content or "" if latest is not None else ""
     command = _COMMAND.match(text)
+    if command is None and latest is not None and latest.attachments:
+        return _Reply(text=describe_attachments(latest))
     if command is None:
         return _identify_or_help(text, tools)
     verb, rest = command.group(1).lower(), command.group(2).strip()
@@ -136,6 +140,20 @@ def decide(messages: list[ChatMessage], tools: list[ToolSpec]) -> _Reply:
             return _Reply(text="`ask:` needs a question, for example `ask: What is your name?`")
         return _Reply(tool_call=(ASK_USER_TOOL, {"question": rest}))
     return _call(rest, tools)
+
+
+def describe_attachments(message: ChatMessage) -> str:
+    """The scripted answer to a message with files: each named, with what was seen of it."""
+    seen = []
+    for part in message.attachments:
+        if part.kind == "image":
+            seen.append(f"{part.name} (an image, {part.media_type})")
+        else:
+            words = part.data.split()
+            gist = " ".join(words[:8]) + (" ..." if len(words) > 8 else "")
+            seen.append(f"{part.name} ({part.media_type}: \"{gist}\")" if words else f"{part.name} (no text)")
+    said = f" You wrote: {_clip(message.content)}" if message.content else ""
+    return f"I received {len(seen)} attachment{'s' if len(seen) != 1 else ''}: {'; '.join(seen)}.{said}"
 
 
 def _trailing_tool_results(messages: list[ChatMessage]) -> list[ChatMessage]:
@@ -186,4 +204,6 @@ def _message_record(message: ChatMessage) -> dict[str, Any]:
         record["tool_call_id"] = message.tool_call_id
     if message.name is not None:
         record["name"] = message.name
+    if message.attachments:  # references, never the bytes
+        record["attachments"] = [{"id": p.attachment_id, "name": p.name, "kind": p.kind} for p in message.attachments]
     return record
