@@ -19,7 +19,7 @@ from heddle.loom.lease import Fence, claim
 from heddle.loom.memory_models import Memory, ThreadSummary
 from heddle.loom.models import AgentVersion, Message, Run, ToolCall
 from heddle.loom.providers.tokens import count_words
-from heddle.loom.states import StaleExecutor
+from heddle.loom.states import InvalidCallTransition, StaleExecutor
 from support.loom import open_thread, post, wait_run
 from support.server import LiveServer
 from support.tenants import make_tenant
@@ -173,6 +173,7 @@ def test_a_remember_write_is_fenced_and_never_stored_twice(server, http, tenant,
 
     server.call(crash_before_the_record())
     assert facts() == 0
+
     async def take_over():
         return await claim(container.db, uuid.UUID(trace["id"]), "taker", force=True)
 
@@ -183,6 +184,6 @@ def test_a_remember_write_is_fenced_and_never_stored_twice(server, http, tenant,
     new = Fence(old.run_id, old.token + 1)
     server.call(carry_out(new))
     assert facts() == 1
-    with pytest.raises(Exception):  # the same call again: recorded already, so no second fact
+    with pytest.raises(InvalidCallTransition):  # the same call again: recorded already, so no second fact
         server.call(carry_out(new))
     assert facts() == 1
