@@ -19,6 +19,7 @@ from heddle.identify.routes import router as identify_router
 from heddle.lifespan import AppServices
 from heddle.loom.attachments.routes import router as attachments_router
 from heddle.loom.events_routes import router as loom_events_router
+from heddle.loom.memory_routes import router as memory_router
 from heddle.loom.realtime_routes import router as realtime_router
 from heddle.loom.routes import router as loom_router
 from heddle.loom.routes_control import router as loom_control_router
@@ -80,6 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(loom_control_router)
     app.include_router(loom_events_router)
     app.include_router(attachments_router)
+    app.include_router(memory_router)
     app.include_router(realtime_router)
     app.add_route("/mcp", McpEndpoint(), include_in_schema=False)  # Identify as an MCP server
     if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}

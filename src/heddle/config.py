@@ -125,6 +125,12 @@ class Settings(BaseSettings):
     # parameters' JSON Schemas; past either the run fails with `tools_over_turn_limit`.
     tools_max_per_turn: int = Field(default=128, ge=1)
     tools_max_schema_bytes: int = Field(default=256 * 1024, ge=1024)
+    # Memory (loom/memory.py, docs/memory.md): facts a subject may have, characters per fact, and
+    # how many facts (and estimated tokens of them) a run's model is given, newest first.
+    memory_max_facts: int = Field(default=100, ge=1, le=10_000)
+    memory_fact_max_chars: int = Field(default=500, ge=16, le=8000)
+    memory_prompt_max_facts: int = Field(default=20, ge=0, le=1000)
+    memory_prompt_max_tokens: int = Field(default=800, ge=0, le=100_000)
     # How often the retention pruner erases threads idle past their workspace's retention_days (0 = never).
     retention_sweep_seconds: float = Field(default=3600.0, ge=0)
     sse_heartbeat_seconds: float = Field(default=15.0, gt=0)  # GET /runs/{id}/events: comment line when idle

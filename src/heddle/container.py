@@ -25,6 +25,7 @@ from heddle.loom.channels import EventSink
 from heddle.loom.delta_writer import DeltaWriter
 from heddle.loom.engine import RunEngine
 from heddle.loom.event_signals import RunEventSignals
+from heddle.loom.memory import Caps
 from heddle.loom.providers.registry import ModelRegistry
 from heddle.loom.retention import RetentionPruner
 from heddle.loom.run_event import sent_by_database
@@ -32,6 +33,7 @@ from heddle.loom.tools import ToolKinds
 from heddle.loom.tools.hosted import HostedTool, ToolHostAccess
 from heddle.loom.tools.identify import IdentifyTool
 from heddle.loom.tools.mcp import McpServers, McpTool
+from heddle.loom.tools.memory import MemoryTools
 from heddle.loom.unit_of_work import RunSubmitter, RunUnitOfWork, publish_to
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
@@ -185,6 +187,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     mcp = McpServers(hosted, McpClient(outbound, ttl=s.mcp_tools_ttl_seconds, limits=McpLimits.from_settings(s),
                                        metrics=metrics))
     tools = ToolKinds(IdentifyTool(charging, request_log), McpTool(mcp, uow), HostedTool(hosted, uow),
+                      MemoryTools(db, Caps.of(s)),
                       max_tools=s.tools_max_per_turn, max_schema_bytes=s.tools_max_schema_bytes, metrics=metrics)
     engine = RunEngine(db, s, registry, tools, lambda: events, metrics, deltas=run_events, uow=uow)
     webhooks: WebhookDispatcher | None = None

@@ -63,6 +63,7 @@ _CODES = [
     ErrorCode("too_many_attachments", 400, "The message names more attachments than HEDDLE_ATTACHMENTS_PER_MESSAGE, or one twice."),
     ErrorCode("attachment_in_use", 409, "The attachment already belongs to another message; upload it again to send it twice."),
     ErrorCode("model_cannot_see_images", 422, "The message has an image but the agent's model class does not take images (`vision: true` in HEDDLE_MODEL_CLASSES); `details.model_class` names it."),
+    ErrorCode("memory_full", 409, "The subject already has as many remembered facts as a subject may keep (HEDDLE_MEMORY_MAX_FACTS); delete one first."),
     # --- console (operators; /console/api) ---
     ErrorCode("console_unauthenticated", 401, "No operator session, or it expired or ended: open a new login link (heddle operator login-link)."),
     ErrorCode("csrf_failed", 403, "A console change without the session's X-CSRF-Token, or from another Origin."),

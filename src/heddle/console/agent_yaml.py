@@ -36,4 +36,6 @@ def agent_yaml(definition: dict[str, Any]) -> str:
     data = {"name": definition["name"], "model_class": definition["model_class"],
             "instructions": definition.get("instructions") or "",
             "tools": [_tool(t) for t in definition.get("tools") or []]}
+    if definition.get("memory"):  # only when the file had a `memory:` section
+        data["memory"] = {k: v for k, v in definition["memory"].items() if v is not None}
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

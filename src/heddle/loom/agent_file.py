@@ -144,12 +144,23 @@ def _names(tool: BuiltinTool | HostedTool | McpTools) -> list[str]:
     return tool.named() if isinstance(tool, McpTools) else [tool.name]
 
 
+class MemorySettings(BaseModel):
+    """`memory:`: whether the agent keeps facts about the person (the `remember` and `forget`
+    tools, the facts given at every run's start) and which model class writes thread summaries
+    (the agent's own when left out; checked against the configured classes when saved)."""
+
+    model_config = ConfigDict(extra="forbid")
+    remember: bool = False
+    summarize_with: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+
+
 class AgentFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Annotated[str, Field(min_length=1, max_length=200)]
     model_class: Annotated[str, Field(min_length=1, max_length=100)]
     instructions: Annotated[str, Field(max_length=32_000)] = ""
     tools: list[ToolEntry] = Field(default_factory=list, max_length=64)
+    memory: MemorySettings | None = None
 
     @model_validator(mode="after")
     def _unique_names(self) -> AgentFile:
@@ -174,6 +185,10 @@ class AgentFile(BaseModel):
 
     def tool_dicts(self) -> list[dict[str, Any]]:
         return [_tool_dict(t) for t in self.tools]
+
+    def memory_dict(self) -> dict[str, Any] | None:
+        """As stored in `agents.memory` (None without a `memory:` section)."""
+        return self.memory.model_dump() if self.memory is not None else None
 
 
 class AgentFileError(ValueError):

@@ -26,6 +26,9 @@ async def _check(session: AsyncSession, workspace_id: str, spec: AgentFile,
     if spec.model_class not in known:
         raise AgentFileError(f"model_class: unknown model class {spec.model_class!r} "
                              f"(configured: {', '.join(known)})")
+    if spec.memory is not None and spec.memory.summarize_with is not None and spec.memory.summarize_with not in known:
+        raise AgentFileError(f"memory.summarize_with: unknown model class {spec.memory.summarize_with!r} "
+                             f"(configured: {', '.join(known)})")
     for i, tool in enumerate(spec.tools):
         if isinstance(tool, HostedTool) and tool.connection is not None:
             if await resolve_connection(session, workspace_id, tool.connection) is None:
@@ -43,7 +46,7 @@ async def _check(session: AsyncSession, workspace_id: str, spec: AgentFile,
 
 def _version_row(agent: Agent, created_by: str | None) -> AgentVersion:
     return AgentVersion(agent_id=agent.id, version=agent.version, name=agent.name, model_class=agent.model_class,
-                        instructions=agent.instructions, tools=agent.tools, created_by=created_by,
+                        instructions=agent.instructions, tools=agent.tools, memory=agent.memory, created_by=created_by,
                         created_at=utcnow())
 
 
@@ -53,7 +56,7 @@ async def create_agent(session: AsyncSession, workspace_id: str, spec: AgentFile
     await _check(session, workspace_id, spec, known_model_classes)
     agent = Agent(id=ids.agent_id(), workspace_id=workspace_id, name=spec.name,
                   model_class=spec.model_class, instructions=spec.instructions,
-                  tools=spec.tool_dicts(), version=1, created_at=utcnow())
+                  tools=spec.tool_dicts(), memory=spec.memory_dict(), version=1, created_at=utcnow())
     session.add(agent)
     await session.flush()
     session.add(_version_row(agent, created_by))
@@ -67,6 +70,7 @@ async def update_agent(session: AsyncSession, agent: Agent, spec: AgentFile,
     await _check(session, agent.workspace_id, spec, known_model_classes)
     agent.name, agent.model_class = spec.name, spec.model_class
     agent.instructions, agent.tools = spec.instructions, spec.tool_dicts()
+    agent.memory = spec.memory_dict()
     agent.version += 1
     session.add(_version_row(agent, created_by))
     await session.flush()
@@ -99,10 +103,11 @@ def has_unpinned_hosted_tools(agent: Agent) -> bool:
 def agent_dict(agent: Agent) -> dict[str, Any]:
     return {"id": agent.id, "workspace_id": agent.workspace_id, "name": agent.name,
             "model_class": agent.model_class, "instructions": agent.instructions,
-            "tools": agent.tools, "version": agent.version, "created_at": iso(agent.created_at)}
+            "tools": agent.tools, "memory": agent.memory, "version": agent.version,
+            "created_at": iso(agent.created_at)}
 
 
 def version_dict(v: AgentVersion) -> dict[str, Any]:
     return {"agent_id": v.agent_id, "version": v.version, "name": v.name, "model_class": v.model_class,
-            "instructions": v.instructions, "tools": v.tools, "created_by": v.created_by,
+            "instructions": v.instructions, "tools": v.tools, "memory": v.memory, "created_by": v.created_by,
             "created_at": iso(v.created_at)}

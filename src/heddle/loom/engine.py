@@ -25,6 +25,7 @@ from heddle.config import Settings
 from heddle.db.base import Database, utcnow
 from heddle.errors import HeddleError
 from heddle.loom import engine_sql as sql
+from heddle.loom import memory
 from heddle.loom import queries as q
 from heddle.loom.approvals import initial_status
 from heddle.loom.channels import EventSink
@@ -48,6 +49,7 @@ from heddle.loom.states import (
     RunFailure,
     StaleExecutor,
 )
+from heddle.loom.summaries import ThreadSummaries
 from heddle.loom.thread_queue import advance_queue
 from heddle.loom.tool_steps import ToolSteps
 from heddle.loom.tools import ToolKinds, Toolset, ToolsUnavailable
@@ -112,6 +114,10 @@ class RunEngine:
         self.model_calls = ModelCalls(db)
         # The pending tool calls of a turn (loom/tool_steps.py).
         self.tool_steps = ToolSteps(uow, tools, metrics, settings.run_tool_concurrency)
+        # A summary in place of a history cut (loom/summaries.py); the facts a remembering
+        # agent is given (loom/memory.py).
+        self.summaries = ThreadSummaries(db, registry, uow)
+        self.memory_caps = memory.Caps.of(settings)
 
     def nudge(self, run_id: uuid.UUID) -> None:
         """The run changed under this executor (a cancel): abandon its model call if it stopped."""
@@ -192,9 +198,13 @@ class RunEngine:
                 raise step.failure
             if step.kind == "model_turn":
                 budget, provider = self._history_budget(agent)
+                preamble: list = []
+                if memory.remembers(agent):  # one statement, only for an agent that remembers
+                    preamble, history["memory"] = await memory.for_model(
+                        session, run.workspace_id, run.subject, self.memory_caps, provider)
                 conversation = await build_conversation(session, run, agent, calls, history_tokens=budget,
                                                         provider=provider, report=history,
-                                                        vision=self._sees_images(agent))
+                                                        vision=self._sees_images(agent), preamble=preamble)
         realtime = bool(realtime) and self.realtime_sink() is not None
         if step.kind == "tools":
             await self.tool_steps.run(run, agent, list(step.calls), fence)
@@ -205,6 +215,13 @@ class RunEngine:
         if step.kind == "ask":
             await self._ask(run, fence, step.calls[0], realtime)
             return False
+        if history.get("dropped_messages"):  # messages left out: a summary in their place
+            facts = history.pop("memory", None)
+            conversation = await self.summaries.conversation(
+                run, agent, calls, fence, budget=budget, provider=provider, history=history,
+                preamble=preamble) or conversation
+            if facts is not None:
+                history["memory"] = facts
         turn = await self._price(run, agent, conversation, balance, history)
         reply = await self._call(run, turn, deadline, realtime)
         if reply is None:  # the run stopped while the model was thinking: drop the call

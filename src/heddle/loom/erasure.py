@@ -2,7 +2,8 @@
 retention (threads idle longer than the workspace's `retention_days`, loom/retention.py).
 
 Erasure removes every row of the thread: its messages, queued messages, runs, turns, tool
-calls and attachments (metadata and bytes). Money is kept: ledger rows stay with their amounts (the balance still equals the ledger
+calls, attachments (metadata and bytes) and the thread's summaries (erasing a person also erases
+the facts agents remember about them, loom/memory.py). Money is kept: ledger rows stay with their amounts (the balance still equals the ledger
 sum), but their references to the erased run, turn or tool call are cut. Request-log rows of
 the workspace keep their status and latency but lose the run reference and the ids in their
 path. Webhook deliveries about the thread's runs (their bodies hold the Run, its reply and
@@ -25,6 +26,7 @@ from heddle.db import dialect
 from heddle.errors import HeddleError
 from heddle.loom import queries as q
 from heddle.loom.attachments.store import erase_for_threads as erase_attachments
+from heddle.loom.memory_models import Memory, ThreadSummary
 from heddle.loom.models import Message, QueuedMessage, Run, RunEventRow, Thread, ToolCall, Turn
 from heddle.loom.states import TERMINAL
 from heddle.loom.unit_of_work import RunWork
@@ -44,12 +46,14 @@ class Erased:
     tool_calls: int = 0
     ledger_entries_cut: int = 0
     attachments: int = 0
+    summaries: int = 0
+    memories: int = 0
     thread_ids: list[uuid.UUID] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, int]:
         return {"threads": self.threads, "messages": self.messages, "runs": self.runs, "turns": self.turns,
                 "tool_calls": self.tool_calls, "ledger_entries_cut": self.ledger_entries_cut,
-                "attachments": self.attachments}
+                "attachments": self.attachments, "summaries": self.summaries, "memories": self.memories}
 
 
 async def erase_threads(work: RunWork, workspace_id: str, thread_ids: list[uuid.UUID], why: str) -> Erased:
@@ -80,6 +84,8 @@ async def erase_threads(work: RunWork, workspace_id: str, thread_ids: list[uuid.
     await _delete_webhook_deliveries(session, workspace_id, thread_ids)
     await session.execute(delete(QueuedMessage).where(QueuedMessage.thread_id.in_(thread_ids)))
     out.attachments = await erase_attachments(session, thread_ids)
+    out.summaries = (await session.execute(
+        delete(ThreadSummary).where(ThreadSummary.thread_id.in_(thread_ids)))).rowcount
     out.messages = (await session.execute(delete(Message).where(Message.thread_id.in_(thread_ids)))).rowcount
     if run_ids:
         out.runs = (await session.execute(delete(Run).where(Run.id.in_(run_ids)))).rowcount
@@ -151,4 +157,7 @@ async def delete_subject(work: RunWork, auth: AuthContext, subject: str) -> dict
     thread_ids = list(await work.session.scalars(select(Thread.id).where(
         Thread.workspace_id == auth.workspace_id, Thread.subject == subject)))
     erased = await erase_threads(work, auth.workspace_id, thread_ids, "subject_erased")
+    # What agents remember about the person (loom/memory.py) goes with their threads.
+    erased.memories = (await work.session.execute(delete(Memory).where(
+        Memory.workspace_id == auth.workspace_id, Memory.subject == subject))).rowcount
     return {"subject": subject, "deleted": True, "erased": erased.as_dict()}

@@ -46,22 +46,37 @@ _NEXT_PAGE = (select(*_COLUMNS).where(_m.c.thread_id == _THREAD, _m.c.run_id != 
                                       _m.c.seq < bindparam("last_seq"))
               .order_by(_m.c.seq.desc()).limit(HISTORY_PAGE + 1))
 _OPENING = select(*_COLUMNS).where(_m.c.id == _OPENING_ID)
+# With a thread summary (loom/summaries.py): only the messages after the span it covers.
+_AFTER = _m.c.seq > bindparam("after_seq")
+_FIRST_PAGE_AFTER = _FIRST_PAGE.where(_AFTER)
+_NEXT_PAGE_AFTER = _NEXT_PAGE.where(_AFTER)
+
+
+def summary_message(through_seq: int, content: str) -> ChatMessage:
+    """How a thread summary is given to the model, after the instructions."""
+    return ChatMessage(role="system", content=f"Summary of the conversation so far (its first {through_seq} "
+                                              f"messages, which are not repeated below):\n{content}")
 
 
 async def _earlier_messages(session: AsyncSession, run: Run, budget: int, provider: str,
-                            report: dict[str, Any]) -> tuple[list[Any], Any | None]:
+                            report: dict[str, Any], after_seq: int | None = None) -> tuple[list[Any], Any | None]:
     """The thread's messages of other runs, newest first, while they fit in `budget` tokens, and
     this run's opening message (read by the first page's statement too: one round trip); rows
-    with a Message's id, run_id, role, content and seq."""
+    with a Message's id, run_id, role, content and seq. With `after_seq`, only those after it
+    (a summary covers the rest)."""
     params: dict[str, Any] = {"run_id": run.id, "thread_id": run.thread_id}
+    first_page, next_page = _FIRST_PAGE, _NEXT_PAGE
+    if after_seq is not None:
+        params["after_seq"] = after_seq
+        first_page, next_page = _FIRST_PAGE_AFTER, _NEXT_PAGE_AFTER
     kept: list[Any] = []
     opening: Any | None = None
     used, cut, last_seq = 0, False, None
     while not cut and len(kept) < HISTORY_MAX_MESSAGES:
         if last_seq is None:
-            page = (await session.execute(_FIRST_PAGE, params)).all()
+            page = (await session.execute(first_page, params)).all()
         else:
-            page = (await session.execute(_NEXT_PAGE, {**params, "last_seq": last_seq})).all()
+            page = (await session.execute(next_page, {**params, "last_seq": last_seq})).all()
         full = len(page) > HISTORY_PAGE
         for message in page:
             if message.run_id == run.id:
@@ -72,6 +87,7 @@ async def _earlier_messages(session: AsyncSession, run: Run, budget: int, provid
             if used + cost > budget or len(kept) >= HISTORY_MAX_MESSAGES:
                 cut = True
                 report["first_dropped_message_id"] = str(message.id)
+                report["dropped_through_seq"] = message.seq  # the newest message left out
                 if message.attachments:  # the trace says which files the model did not see
                     report["dropped_attachments"] = [ref(a, reason="history_budget") for a in message.attachments]
                 break
@@ -83,7 +99,8 @@ async def _earlier_messages(session: AsyncSession, run: Run, budget: int, provid
     dropped = 0
     if cut:
         dropped = await session.scalar(select(func.count()).select_from(Message).where(
-            Message.thread_id == run.thread_id, Message.run_id != run.id)) - len(kept)
+            Message.thread_id == run.thread_id, Message.run_id != run.id,
+            *((Message.seq > after_seq,) if after_seq is not None else ()))) - len(kept)
     report.update({"budget_tokens": budget, "kept_messages": len(kept), "kept_tokens": used,
                    "dropped_messages": dropped})
     if opening is None:  # cut before the page reached it, or crowded out: read it on its own
@@ -109,15 +126,25 @@ def tool_result_content(tc: ToolCall) -> str | None:
 
 async def build_conversation(session: AsyncSession, run: Run, agent: Agent, calls: list[ToolCall] | None = None,
                              *, history_tokens: int = DEFAULT_HISTORY_TOKENS, provider: str = "scripted",
-                             report: dict[str, Any] | None = None, vision: bool = False) -> list[ChatMessage]:
+                             report: dict[str, Any] | None = None, vision: bool = False,
+                             preamble: list[ChatMessage] | None = None,
+                             summary: tuple[int, str] | None = None) -> list[ChatMessage]:
     """The conversation for the run's next model turn; `calls` are the run's tool calls when the
     caller has them; `report` receives the history cut (and which attachments were sent or left
-    out); `vision`: the model class takes images."""
+    out); `vision`: the model class takes images. `preamble` follows the instructions (the facts
+    remembered about the subject, loom/memory.py); `summary` is `(through_seq, text)` of the
+    thread summary to give instead of the messages it covers, its tokens taken from the budget."""
     messages: list[ChatMessage] = []
     if agent.instructions:
         messages.append(ChatMessage(role="system", content=agent.instructions))
+    messages += preamble or []
+    after_seq = None
+    if summary is not None:
+        after_seq = summary[0]
+        messages.append(summary_message(*summary))
+        history_tokens = max(0, history_tokens - estimate_tokens(messages[-1].content, provider))
     report = {} if report is None else report
-    earlier, opening = await _earlier_messages(session, run, history_tokens, provider, report)
+    earlier, opening = await _earlier_messages(session, run, history_tokens, provider, report, after_seq)
     rows = [*reversed(earlier), *([opening] if opening is not None else [])]
     parts: dict[str, Any] = {}
     metas = [a for m in rows for a in m.attachments or ()]

@@ -37,6 +37,8 @@ class Agent(Base):
     model_class: Mapped[str] = mapped_column(String(100))
     instructions: Mapped[str] = mapped_column(Text, default="")
     tools: Mapped[list[Any]] = mapped_column(JSON, default=list)  # validated ToolDefinition dicts
+    # The agent file's `memory:` section ({"remember": bool, "summarize_with": class or None}).
+    memory: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # The current version: the columns above are a copy of agent_versions' row for it, so reads
     # of an agent need no join. Every edit adds a version (heddle/control/agents.py).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
@@ -55,6 +57,7 @@ class AgentVersion(Base):
     model_class: Mapped[str] = mapped_column(String(100))
     instructions: Mapped[str] = mapped_column(Text, default="")
     tools: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    memory: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # as agents.memory
     created_by: Mapped[str | None] = mapped_column(String(320), nullable=True)  # "cli" or an operator's email
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -160,6 +163,9 @@ class Turn(Base):
     # for turns stored before 0012, which were all `ok`.
     status: Mapped[str | None] = mapped_column(String(16), nullable=True)
     attempts: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)  # ModelAttempt.as_dict() each
+    # NULL: a turn of the run's conversation; `summary`: a turn that wrote a thread summary
+    # (loom/summaries.py), charged like any turn and shown in the trace.
+    purpose: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

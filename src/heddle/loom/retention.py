@@ -1,4 +1,5 @@
-"""The retention pruner: erases threads idle for longer than their workspace's `retention_days`.
+"""The retention pruner: erases threads idle for longer than their workspace's `retention_days`,
+and the facts agents remember (loom/memory.py) stored longer ago than that.
 
 A thread is idle since its last message, run change or creation, whichever is latest; a thread
 with a run that has not ended (or a queued message) is never pruned. Each pass erases at most
@@ -12,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
-from sqlalchemy import exists, select
+from sqlalchemy import delete, exists, select
 
 from heddle.db.base import Database, utcnow
 from heddle.loom.erasure import erase_threads
+from heddle.loom.memory_models import Memory
 from heddle.loom.models import Message, QueuedMessage, Run, Thread
 from heddle.loom.states import TERMINAL
 from heddle.loom.unit_of_work import RunUnitOfWork
@@ -52,6 +54,11 @@ async def prune_once(db: Database, *, now: dt.datetime | None = None, batch: int
     erased = 0
     for ws in workspaces:
         cutoff = now - dt.timedelta(days=ws.retention_days)
+        async with uow.transaction(workspace_id=ws.id) as work:  # facts older than retention_days
+            forgotten = (await work.session.execute(delete(Memory).where(
+                Memory.workspace_id == ws.id, Memory.created_at < cutoff))).rowcount
+        if forgotten:
+            log.info("retention_memories_pruned", workspace_id=ws.id, memories=forgotten)
         while True:
             async with uow.transaction(realtime=ws.realtime_enabled, workspace_id=ws.id) as work:
                 ids = await _idle_threads(work.session, ws.id, cutoff, batch)

@@ -253,6 +253,9 @@ class Turn(ReadModel):
     truncated: bool = Field(description="The reply was cut off at max_tokens (`status: truncated`).")
     attempts: list[ModelAttempt] = Field(description="Every HTTP attempt of the model call, the last one "
                                                      "answered or failed for good (empty for the scripted model).")
+    purpose: Literal["reply", "summary"] = Field(
+        "reply", description="`summary`: the turn wrote a thread summary (`request.summarized` says which "
+                             "messages, `response.text` is the summary; docs/memory.md).")
     tool_calls: list[ToolCall]
     created_at: Timestamp
 
@@ -320,6 +323,8 @@ class Erased(ReadModel):
     tool_calls: int
     ledger_entries_cut: int
     attachments: int = Field(0, description="Files erased with the threads (metadata and bytes).")
+    summaries: int = Field(0, description="Thread summaries erased with the threads (docs/memory.md).")
+    memories: int = Field(0, description="Facts remembered about the subject (erasing a subject only).")
 
 
 class ThreadDeleted(ReadModel):

@@ -64,6 +64,7 @@ def turn_dict(turn: Turn, tool_calls: list[ToolCall]) -> dict[str, Any]:
         "request": turn.request or {}, "response": turn.response or {},
         # Turns stored before attempts were recorded (migration 0012) were all answers.
         "status": turn.status or "ok", "truncated": turn.status == "truncated", "attempts": turn.attempts or [],
+        "purpose": turn.purpose or "reply",
         "tool_calls": [tool_call_dict(tc) for tc in tool_calls],
         "created_at": iso(turn.created_at),
     }

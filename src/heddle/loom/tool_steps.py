@@ -169,6 +169,8 @@ class ToolSteps:
             await work.move_call(call.id, CALL_PENDING, CALL_EVENT_FOR_STATUS[status], **fields)
             if execution is not None and execution.logged:
                 await insert_rows(work.session, execution.logged)  # no commit of its own
+            for write in execution.writes if execution is not None else ():
+                await write(work)  # the call's own writes (a fact remembered), with its result
 
     async def _record_stopped(self, run: Run, fence: Fence, call: ToolCall, result: dict[str, Any]) -> None:
         """A cancel in the middle of a call (between two attempts of an idempotent one) stops it: record that."""

@@ -273,9 +273,10 @@ class RunWork:
         if not self.staged:
             self.staged = True
             stored_first = [event for events in self.first.values() for event in events]
+            # A delivery enqueued directly (a memory change, loom/memory.py) already set it.
             self.webhooks_owed = await event_outbox.stage(
                 self.session, [*stored_first, *self.events], held=self.held, created=self.created,
-                endpoints=self.endpoints)
+                endpoints=self.endpoints) or self.webhooks_owed
         for run, amount_micro, reason, ref in self.last_charges:
             await self.charge(run, amount_micro, reason=reason, ref=ref)
         self.last_charges.clear()

@@ -36,6 +36,7 @@ from heddle.loom.providers.base import (
 )
 from heddle.loom.providers.scripted_summaries import IDENTIFY_TOOL, summarise_tool_result
 from heddle.loom.providers.streaming import word_pieces
+from heddle.loom.providers.summary_request import is_summary_request, scripted_summary
 from heddle.loom.providers.tokens import input_tokens, output_tokens
 
 HELP_TEXT = (
@@ -120,6 +121,8 @@ class ScriptedProvider:
 
 def decide(messages: list[ChatMessage], tools: list[ToolSpec]) -> _Reply:
     """The scripted model's whole policy: what to say or call next."""
+    if is_summary_request(messages):  # a thread summary (loom/summaries.py): deterministic
+        return _Reply(text=scripted_summary(messages))
     results = _trailing_tool_results(messages)
     if results:
         calls = {c.id: c for m in messages for c in m.tool_calls}

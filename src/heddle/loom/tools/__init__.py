@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from heddle.loom.lease import Fence
+from heddle.loom.memory import tool_entries as memory_tool_entries
 from heddle.loom.models import Agent, Run, ToolCall
 from heddle.loom.providers.base import ASK_USER_TOOL, ToolSpec
 from heddle.loom.tools import names
@@ -63,14 +64,19 @@ class ToolKinds:
                 return kind, name
         return None
 
+    @staticmethod
+    def entries(agent: Agent) -> list[dict[str, Any]]:
+        """The agent file's tools, and the built-ins its `memory:` section adds (loom/memory.py)."""
+        return [*agent.tools, *memory_tool_entries(agent)]
+
     def specs(self, agent: Agent) -> list[ToolSpec]:
         """The tools offered to the model: ask_user, then the agent's own."""
-        return self._specs(agent.tools)
+        return self._specs(self.entries(agent))
 
     def definition(self, agent: Agent, name: str) -> dict[str, Any] | None:
         """What a call of the agent's tool `name` records (`kind` first); None if it has none
         (nor for a tool only a server's list names: `offered` knows those)."""
-        return self._definition(agent.tools, name)
+        return self._definition(self.entries(agent), name)
 
     def _specs(self, entries: list[dict[str, Any]]) -> list[ToolSpec]:
         specs = [ASK_USER_SPEC]
@@ -95,7 +101,7 @@ class ToolKinds:
         trace (the agent file's own tools keep their names); past the turn's limits on tools and
         schema bytes the run fails (`tools_over_turn_limit`)."""
         candidates: list[tuple[str, str, str, dict[str, Any]]] = []
-        for i, tool in enumerate(agent.tools):
+        for i, tool in enumerate(self.entries(agent)):
             expander = next((k for k in self.kinds if isinstance(k, Expanding) and k.expands(tool)), None)
             source = f"tools.{i}" + (f" (mcp: {tool['mcp']})" if expander else "")
             for entry in await expander.expand(run, tool, i) if expander else [tool]:
@@ -117,7 +123,7 @@ class ToolKinds:
     def parameters(self, agent: Agent, name: str) -> dict[str, Any] | None:
         """The JSON Schema the agent's tool `name` declares for its arguments (as the model sees
         it), or None when it has none; every call's arguments are checked against it first."""
-        for tool in agent.tools:
+        for tool in self.entries(agent):
             found = self._declaring(tool)
             if found is not None and found[1] == name:
                 return found[0].spec(tool).parameters

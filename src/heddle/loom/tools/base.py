@@ -8,6 +8,7 @@ the executor holding the run. heddle/loom/tools/__init__.py lists the kinds a pr
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -32,6 +33,10 @@ class ToolExecution:
     # Request-log rows the call made (a built-in call is logged like an API call): written in
     # the transaction that records the call, so the run's trace has them once the run ends.
     logged: list[LoggedRequest] = field(default_factory=list)
+    # Writes the call makes, done in the fenced unit of work that records it (a `remember`
+    # call's fact): they commit with the call's result or not at all, so a resumed run that
+    # carries the call out again cannot write them twice. Each gets that unit's RunWork.
+    writes: list[Callable[[Any], Awaitable[None]]] = field(default_factory=list)
 
 
 def failed(code: str, message: str, connection_id: uuid.UUID | None = None) -> ToolExecution:
