@@ -219,7 +219,7 @@ class RunEngine:
             facts = history.pop("memory", None)
             conversation = await self.summaries.conversation(
                 run, agent, calls, fence, budget=budget, provider=provider, history=history,
-                preamble=preamble) or conversation
+                preamble=preamble, vision=self._sees_images(agent)) or conversation
             if facts is not None:
                 history["memory"] = facts
         turn = await self._price(run, agent, conversation, balance, history)

@@ -76,8 +76,8 @@ class ThreadSummaries:
         self.uow = uow
 
     async def conversation(self, run: Run, agent, calls: list[ToolCall], fence: Fence, *, budget: int,
-                           provider: str, history: dict[str, Any],
-                           preamble: list[ChatMessage]) -> list[ChatMessage] | None:
+                           provider: str, history: dict[str, Any], preamble: list[ChatMessage],
+                           vision: bool = False) -> list[ChatMessage] | None:
         """The turn's conversation with a summary in place of the cut (`history` is the cut's
         report, updated in place for the trace), or None to keep the cut conversation."""
         left_out = history.get("dropped_through_seq")
@@ -99,7 +99,7 @@ class ThreadSummaries:
         async with self.db.session() as session:
             conversation = await build_conversation(
                 session, run, agent, calls, history_tokens=budget, provider=provider, report=report,
-                preamble=preamble, summary=(summary.through_seq, summary.content))
+                vision=vision, preamble=preamble, summary=(summary.through_seq, summary.content))
         report["summary"] = {**summary_trace(summary), **({"error": error} if error else {})}
         history.clear()
         history.update(report)
