@@ -3,7 +3,7 @@ memories (facts an agent keeps about a subject), `agents.memory` / `agent_versio
 agent file's `memory:` section) and `turns.purpose` (`summary` for a turn that wrote a summary)
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-11-27 15:00:00
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 import heddle.db.base
 
 revision = "0015"
-down_revision = "0013"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
