@@ -53,6 +53,8 @@ _CODES = [
     ErrorCode("invalid_state_transition", 409, "The run cannot move to that state from its current one."),
     ErrorCode("run_terminal", 409, "The run already ended (closed, or failed other than by a cancel); it cannot be cancelled."),
     ErrorCode("run_not_awaiting_approval", 409, "The run is not waiting for an approval of that tool call."),
+    ErrorCode("invalid_schedule", 400, "The schedule's timing cannot be used: `at` in the past or without its offset, a cron that is not five fields or never fires, an unknown time zone, or `ends_at`/`max_runs` without a cron; `details.field` names it."),
+    ErrorCode("too_many_schedules", 409, "The thread or the subject already has as many active schedules as it may (HEDDLE_SCHEDULES_MAX_PER_THREAD, HEDDLE_SCHEDULES_MAX_PER_SUBJECT)."),
     # --- console (operators; /console/api) ---
     ErrorCode("console_unauthenticated", 401, "No operator session, or it expired or ended: open a new login link (heddle operator login-link)."),
     ErrorCode("csrf_failed", 403, "A console change without the session's X-CSRF-Token, or from another Origin."),

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from heddle.loom.providers.base import ASK_USER_TOOL
 from heddle.loom.schemas import Interaction, Reliability, Risk  # the API's enums, declared once
 
-BUILTIN_TOOLS = {"identify"}
+BUILTIN_TOOLS = {"identify", "schedule_followup"}
+SCHEDULE_ENTRY = {"builtin": "schedule_followup"}  # what `schedules: true` stores (loom/tools/schedule.py)
 _TOOL_NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 
 
@@ -150,6 +151,18 @@ class AgentFile(BaseModel):
     model_class: Annotated[str, Field(min_length=1, max_length=100)]
     instructions: Annotated[str, Field(max_length=32_000)] = ""
     tools: list[ToolEntry] = Field(default_factory=list, max_length=64)
+    # The built-in `schedule_followup` tool (loom/tools/schedule.py): the agent may schedule a
+    # follow-up message in its thread. Stored as the tools entry SCHEDULE_ENTRY.
+    schedules: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_schedule_entry(cls, data: Any) -> Any:
+        """A definition read back from the store (the API's agent JSON) names the built-in in
+        its tools: the same agent as `schedules: true`."""
+        if isinstance(data, dict) and isinstance(data.get("tools"), list) and SCHEDULE_ENTRY in data["tools"]:
+            data = {**data, "tools": [t for t in data["tools"] if t != SCHEDULE_ENTRY], "schedules": True}
+        return data
 
     @model_validator(mode="after")
     def _unique_names(self) -> AgentFile:
@@ -173,7 +186,7 @@ class AgentFile(BaseModel):
         return [(i, tool) for i, tool in enumerate(self.tools) if isinstance(tool, McpTools)]
 
     def tool_dicts(self) -> list[dict[str, Any]]:
-        return [_tool_dict(t) for t in self.tools]
+        return [_tool_dict(t) for t in self.tools] + ([dict(SCHEDULE_ENTRY)] if self.schedules else [])
 
 
 class AgentFileError(ValueError):

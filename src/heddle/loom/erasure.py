@@ -2,7 +2,7 @@
 retention (threads idle longer than the workspace's `retention_days`, loom/retention.py).
 
 Erasure removes every row of the thread: its messages, queued messages, runs, turns and tool
-calls. Money is kept: ledger rows stay with their amounts (the balance still equals the ledger
+calls, and its schedules. Money is kept: ledger rows stay with their amounts (the balance still equals the ledger
 sum), but their references to the erased run, turn or tool call are cut. Request-log rows of
 the workspace keep their status and latency but lose the run reference and the ids in their
 path. Webhook deliveries about the thread's runs (their bodies hold the Run, its reply and
@@ -24,7 +24,7 @@ from heddle.billing.models import LedgerEntry
 from heddle.db import dialect
 from heddle.errors import HeddleError
 from heddle.loom import queries as q
-from heddle.loom.models import Message, QueuedMessage, Run, RunEventRow, Thread, ToolCall, Turn
+from heddle.loom.models import Message, QueuedMessage, Run, RunEventRow, Schedule, Thread, ToolCall, Turn
 from heddle.loom.states import TERMINAL
 from heddle.loom.unit_of_work import RunWork
 from heddle.observability.models import RequestLogEntry
@@ -76,6 +76,7 @@ async def erase_threads(work: RunWork, workspace_id: str, thread_ids: list[uuid.
     await _redact_paths(session, workspace_id, [*thread_ids, *run_ids])
     await _delete_webhook_deliveries(session, workspace_id, thread_ids)
     await session.execute(delete(QueuedMessage).where(QueuedMessage.thread_id.in_(thread_ids)))
+    await session.execute(delete(Schedule).where(Schedule.thread_id.in_(thread_ids)))  # they never fire
     out.messages = (await session.execute(delete(Message).where(Message.thread_id.in_(thread_ids)))).rowcount
     if run_ids:
         out.runs = (await session.execute(delete(Run).where(Run.id.in_(run_ids)))).rowcount

@@ -86,6 +86,9 @@ class Message(Base):
     seq: Mapped[int] = mapped_column(Integer)  # order within the thread
     role: Mapped[str] = mapped_column(String(16))  # user | assistant
     content: Mapped[str] = mapped_column(Text)
+    # A message a schedule posted (loom/schedule_firing.py): which schedule, who made it, when it
+    # was due and how late it fired. None for a message a caller posted.
+    scheduled: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -207,6 +210,7 @@ class QueuedMessage(Base):
     run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id"), unique=True)
     message_id: Mapped[uuid.UUID] = mapped_column(Uuid)  # the id the 202 returned
     content: Mapped[str] = mapped_column(Text)
+    scheduled: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # as Message.scheduled
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -223,3 +227,49 @@ class RunEventRow(Base):
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
+
+
+class Schedule(Base):
+    """A message to post to a thread later: once (`at`) or on a cron's ticks (loom/schedules.py).
+
+    `next_run_at` is when it is next due (None once it has ended); the firing loop
+    (loom/schedule_firing.py) claims due rows under a row lock (`FOR UPDATE SKIP LOCKED` on
+    PostgreSQL), posts the message and moves `next_run_at` on in one transaction, so a schedule
+    fires once per due time whichever process claims it. The creator's mode, key and connection
+    are kept so the run it starts is the one a posted message would start.
+    """
+
+    __tablename__ = "schedules"
+    __table_args__ = (
+        Index("ix_schedules_due", "state", "next_run_at"),
+        Index("ix_schedules_thread", "thread_id", "created_at"),
+        Index("ix_schedules_workspace_created", "workspace_id", "created_at"),
+        Index("ix_schedules_workspace_subject", "workspace_id", "subject"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id"))
+    thread_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("threads.id"))
+    subject: Mapped[str] = mapped_column(String(300))
+    content: Mapped[str] = mapped_column(Text)
+    at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)  # a one-off
+    cron: Mapped[str | None] = mapped_column(String(120), nullable=True)  # five fields
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")
+    ends_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    max_runs: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    runs: Mapped[int] = mapped_column(Integer, default=0)  # times fired
+    state: Mapped[str] = mapped_column(String(12), default="active")  # active | paused | ended
+    # paused by `operator` / the `caller`, or `insufficient_credits` (resumed when credits return)
+    paused_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    next_run_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_by: Mapped[str] = mapped_column(String(16), default="caller")  # caller | agent
+    created_by_run_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    auth_mode: Mapped[str] = mapped_column(String(8), default="relay")
+    key_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    connection_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    last_run_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_run_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    last_late_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_error: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

@@ -71,9 +71,12 @@ async def _resolve_run_connection(session: AsyncSession, auth: AuthContext, agen
 
 
 async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content: str,
-                       if_busy: str = "reject") -> dict[str, Any]:
+                       if_busy: str = "reject", *, origin: str = "api",
+                       scheduled: dict[str, Any] | None = None) -> dict[str, Any]:
     """A user message: starts a run (inserted already claimed by the in-process executor when it
-    has a slot), answers the run awaiting input, or waits its turn (`if_busy`)."""
+    has a slot), answers the run awaiting input, or waits its turn (`if_busy`). A schedule posts
+    through here too (loom/schedule_firing.py): `origin="schedule"`, and `scheduled` marks the
+    message (which schedule, who made it, how late)."""
     session = work.session
     auth.require_subject()
     # The thread's lock first, so two concurrent messages cannot both start a run.
@@ -85,7 +88,7 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
         if if_busy == "enqueue":
             connection_id = await _resolve_run_connection(session, auth, agent)
             return await thread_queue.enqueue(work, auth, thread, agent.id, content, connection_id,
-                                              agent_version=agent.version)
+                                              agent_version=agent.version, origin=origin, scheduled=scheduled)
         if if_busy != "interrupt":
             busy_id = active.id if active is not None else queue_head
             state = active.state if active is not None else "queued"
@@ -96,7 +99,8 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
         latest = None
     if latest is not None and latest.state == AWAITING_INPUT:
         run = latest
-        message = Message(id=uuid.uuid4(), thread_id=thread.id, run_id=run.id, seq=seq, role="user", content=content)
+        message = Message(id=uuid.uuid4(), thread_id=thread.id, run_id=run.id, seq=seq, role="user", content=content,
+                          scheduled=scheduled)
         session.add(message)
         asked = await session.scalar(select(ToolCall.id).where(
             ToolCall.run_id == run.id, ToolCall.kind == "ask", ToolCall.status == CALL_PENDING))
@@ -111,10 +115,10 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
     else:
         connection_id = await _resolve_run_connection(session, auth, agent)
         run_row = rows.run_row(auth, thread, agent_id=agent.id, agent_version=agent.version, state=RUNNING,
-                               connection_id=connection_id)
+                               connection_id=connection_id, origin=origin)
         now = run_row["created_at"]
         message_row = dict(id=uuid.uuid4(), thread_id=thread.id, run_id=run_row["id"], seq=seq, role="user",
-                           content=content, created_at=now)
+                           content=content, created_at=now, scheduled=scheduled)
         # Core inserts: the hottest write of the API, and the ORM unit of work cost more than
         # the two statements. The objects are only read back for the response.
         run = await work.insert_run(run_row, claim=True)
