@@ -84,6 +84,7 @@ RUN_ERROR_CODES: dict[str, str] = {
     "mcp_deadline_exceeded": "Listing an MCP server's tools (with its reconnects and resumptions) took longer than HEDDLE_MCP_CALL_DEADLINE_SECONDS.",
     "mcp_too_many_resumptions": "An MCP server ended its stream without an answer more than HEDDLE_MCP_MAX_RESUMPTIONS times.",
     "tools_over_turn_limit": "The tools one model turn would offer exceed HEDDLE_TOOLS_MAX_PER_TURN or HEDDLE_TOOLS_MAX_SCHEMA_BYTES.",
+    "invalid_output": "The agent's reply did not match its output schema (`output.schema`), twice: once, then once more after being told why; the trace holds both attempts.",
     "cancelled": "The run was cancelled (POST /v1/loom/runs/{id}/cancel, or interrupted by a newer message).",
     "internal_error": "Unexpected engine error.",
 }

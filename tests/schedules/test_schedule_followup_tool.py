@@ -11,9 +11,9 @@ import json
 import httpx
 import pytest
 
+from heddle.console.agent_yaml import agent_yaml
 from heddle.loom import schedule_firing
 from heddle.loom.agent_file import AgentFileError, parse_agent_file
-from heddle.console.agent_yaml import agent_yaml
 from support.loom import open_thread, post, wait_run
 from support.server import LiveServer
 from support.tenants import make_tenant

@@ -41,4 +41,6 @@ def agent_yaml(definition: dict[str, Any]) -> str:
                             "tools": [_tool(t) for t in tools if t != SCHEDULE_ENTRY]}
     if SCHEDULE_ENTRY in tools:  # the built-in schedule_followup is written `schedules: true`
         data["schedules"] = True
+    if definition.get("output"):  # structured replies: `output: {schema: ...}`
+        data["output"] = definition["output"]
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -36,6 +36,8 @@ class Agent(Base):
     model_class: Mapped[str] = mapped_column(String(100))
     instructions: Mapped[str] = mapped_column(Text, default="")
     tools: Mapped[list[Any]] = mapped_column(JSON, default=list)  # validated ToolDefinition dicts
+    # `output: {schema}` of the agent file: every answer is a JSON object valid against it (None: text)
+    output_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # The current version: the columns above are a copy of agent_versions' row for it, so reads
     # of an agent need no join. Every edit adds a version (heddle/control/agents.py).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
@@ -54,6 +56,7 @@ class AgentVersion(Base):
     model_class: Mapped[str] = mapped_column(String(100))
     instructions: Mapped[str] = mapped_column(Text, default="")
     tools: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    output_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # as Agent.output_schema
     created_by: Mapped[str | None] = mapped_column(String(320), nullable=True)  # "cli" or an operator's email
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -88,7 +91,9 @@ class Message(Base):
     content: Mapped[str] = mapped_column(Text)
     # A message a schedule posted (loom/schedule_firing.py): which schedule, who made it, when it
     # was due and how late it fired. None for a message a caller posted.
-    scheduled: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    scheduled: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+    # A structured reply (the agent's `output.schema`): the object, whose JSON text is `content`.
+    data: Mapped[Any | None] = mapped_column(JSON(none_as_null=True), nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -210,7 +215,7 @@ class QueuedMessage(Base):
     run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id"), unique=True)
     message_id: Mapped[uuid.UUID] = mapped_column(Uuid)  # the id the 202 returned
     content: Mapped[str] = mapped_column(Text)
-    scheduled: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # as Message.scheduled
+    scheduled: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)  # as Message
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

@@ -21,8 +21,8 @@ a worker's firing creates is enqueued by the database trigger like any other).
 from __future__ import annotations
 
 import asyncio
-import uuid
 import datetime as dt
+import uuid
 from typing import Any
 
 from sqlalchemy import select, update

@@ -100,6 +100,8 @@ class Message(ReadModel):
     run_id: UUIDStr | None
     role: MessageRole
     content: str
+    # A structured reply (the agent file's `output.schema`): the object; `content` is its JSON text.
+    data: dict[str, Any] | None = None
     scheduled: ScheduledMark | None = None  # posted by a schedule (loom/schedule_firing.py)
     created_at: Timestamp
 

@@ -1,5 +1,6 @@
-"""schedules (issue 45): messages posted to a thread later, once or on a cron; `messages.scheduled`
-and `queued_messages.scheduled` mark what a schedule posted
+"""schedules and structured replies (issue 45): messages posted to a thread later, once or on a
+cron (`messages.scheduled` and `queued_messages.scheduled` mark what a schedule posted); an agent's
+`output_schema` (agents, agent_versions) and a structured reply's `messages.data`
 
 Revision ID: 0016
 Revises: 0013
@@ -55,13 +56,21 @@ def upgrade() -> None:
     op.create_index("ix_schedules_workspace_subject", "schedules", ["workspace_id", "subject"])
     with op.batch_alter_table("messages") as batch:
         batch.add_column(sa.Column("scheduled", sa.JSON(), nullable=True))
+        batch.add_column(sa.Column("data", sa.JSON(), nullable=True))
     with op.batch_alter_table("queued_messages") as batch:
         batch.add_column(sa.Column("scheduled", sa.JSON(), nullable=True))
+    for table in ("agents", "agent_versions"):
+        with op.batch_alter_table(table) as batch:
+            batch.add_column(sa.Column("output_schema", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
+    for table in ("agents", "agent_versions"):
+        with op.batch_alter_table(table) as batch:
+            batch.drop_column("output_schema")
     with op.batch_alter_table("queued_messages") as batch:
         batch.drop_column("scheduled")
     with op.batch_alter_table("messages") as batch:
+        batch.drop_column("data")
         batch.drop_column("scheduled")
     op.drop_table("schedules")
