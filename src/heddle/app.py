@@ -23,6 +23,7 @@ from heddle.loom.memory_routes import router as memory_router
 from heddle.loom.realtime_routes import router as realtime_router
 from heddle.loom.routes import router as loom_router
 from heddle.loom.routes_control import router as loom_control_router
+from heddle.loom.routes_schedules import router as loom_schedules_router
 from heddle.mcp_server import McpEndpoint
 from heddle.observability.logging import configure_logging
 from heddle.openapi import install_openapi
@@ -82,6 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(loom_events_router)
     app.include_router(attachments_router)
     app.include_router(memory_router)
+    app.include_router(loom_schedules_router)
     app.include_router(realtime_router)
     app.add_route("/mcp", McpEndpoint(), include_in_schema=False)  # Identify as an MCP server
     if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}

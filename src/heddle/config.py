@@ -131,6 +131,12 @@ class Settings(BaseSettings):
     memory_fact_max_chars: int = Field(default=500, ge=16, le=8000)
     memory_prompt_max_facts: int = Field(default=20, ge=0, le=1000)
     memory_prompt_max_tokens: int = Field(default=800, ge=0, le=100_000)
+    # Schedules (loom/schedules.py): how often a process looks for due ones, how many it claims
+    # per transaction, and the caps on active schedules per thread and per subject.
+    schedule_poll_seconds: float = Field(default=1.0, ge=0)  # 0 = this process fires none
+    schedule_batch: int = Field(default=50, ge=1, le=1000)
+    schedules_max_per_thread: int = Field(default=20, ge=1)
+    schedules_max_per_subject: int = Field(default=100, ge=1)
     # How often the retention pruner erases threads idle past their workspace's retention_days (0 = never).
     retention_sweep_seconds: float = Field(default=3600.0, ge=0)
     sse_heartbeat_seconds: float = Field(default=15.0, gt=0)  # GET /runs/{id}/events: comment line when idle

@@ -25,15 +25,18 @@ from heddle.loom.channels import EventSink
 from heddle.loom.delta_writer import DeltaWriter
 from heddle.loom.engine import RunEngine
 from heddle.loom.event_signals import RunEventSignals
-from heddle.loom.memory import Caps
+from heddle.loom.memory import Caps as MemoryCaps
 from heddle.loom.providers.registry import ModelRegistry
 from heddle.loom.retention import RetentionPruner
 from heddle.loom.run_event import sent_by_database
+from heddle.loom.schedule_firing import SchedulePoller
+from heddle.loom.schedules import Caps
 from heddle.loom.tools import ToolKinds
 from heddle.loom.tools.hosted import HostedTool, ToolHostAccess
 from heddle.loom.tools.identify import IdentifyTool
 from heddle.loom.tools.mcp import McpServers, McpTool
 from heddle.loom.tools.memory import MemoryTools
+from heddle.loom.tools.schedule import ScheduleTool
 from heddle.loom.unit_of_work import RunSubmitter, RunUnitOfWork, publish_to
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
@@ -85,12 +88,16 @@ class Container:
     engine: RunEngine
     executor: RunExecutor | None  # where `RunWork.start` sends runs; None in a worker
     loop: asyncio.AbstractEventLoop
+    # Fires due schedules (loom/schedule_firing.py) where runs execute: `serve` embedded, `worker` in queue mode.
+    schedule_poller: SchedulePoller | None = None
 
     def database(self) -> Database:
         return self.db
 
     async def aclose(self) -> None:
         """Stop in the reverse order of `build_container`."""
+        if self.schedule_poller is not None:
+            await self.schedule_poller.stop()
         if self.retention_pruner is not None:
             await self.retention_pruner.stop()
         if self.executor is not None:
@@ -186,8 +193,9 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     # MCP first: an expanded `mcp:` entry has a name, which the hosted kind would claim too.
     mcp = McpServers(hosted, McpClient(outbound, ttl=s.mcp_tools_ttl_seconds, limits=McpLimits.from_settings(s),
                                        metrics=metrics))
-    tools = ToolKinds(IdentifyTool(charging, request_log), McpTool(mcp, uow), HostedTool(hosted, uow),
-                      MemoryTools(db, Caps.of(s)),
+    caps = Caps(per_thread=s.schedules_max_per_thread, per_subject=s.schedules_max_per_subject)
+    tools = ToolKinds(IdentifyTool(charging, request_log), ScheduleTool(db, caps), McpTool(mcp, uow),
+                      HostedTool(hosted, uow), MemoryTools(db, MemoryCaps.of(s)),
                       max_tools=s.tools_max_per_turn, max_schema_bytes=s.tools_max_schema_bytes, metrics=metrics)
     engine = RunEngine(db, s, registry, tools, lambda: events, metrics, deltas=run_events, uow=uow)
     webhooks: WebhookDispatcher | None = None
@@ -206,6 +214,9 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     retention_pruner: RetentionPruner | None = None
     if role == "serve":
         retention_pruner = RetentionPruner(db, s.retention_sweep_seconds, uow)
+    # Schedules fire where runs execute; every such process may poll (claims skip each other's rows).
+    schedule_poller = (SchedulePoller(db, uow, s.schedule_poll_seconds, s.schedule_batch)
+                       if (role == "worker") == queue_mode else None)
     container = Container(
         settings=s, role=role, metrics=metrics, db=db, realtime=realtime, events=events,
         request_log=request_log, request_log_pruner=request_log_pruner,
@@ -214,12 +225,14 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
         direct_auth=direct_auth,
         subject_tokens=subject_tokens, identify=identify, identify_charging=charging, hosted_tools=hosted,
         registry=registry, run_events=run_events, uow=uow, webhooks=webhooks, engine=engine, executor=executor,
-        loop=asyncio.get_running_loop())
+        loop=asyncio.get_running_loop(), schedule_poller=schedule_poller)
     if retention_pruner is not None:
         retention_pruner.start()
     if webhooks is not None:
         await webhooks.start()
     if executor is not None:
         await executor.start()
+    if schedule_poller is not None:
+        schedule_poller.start()
     log.info("heddle_started", role=role, database=db.engine.url.render_as_string(hide_password=True))
     return container

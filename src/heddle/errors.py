@@ -64,6 +64,8 @@ _CODES = [
     ErrorCode("attachment_in_use", 409, "The attachment already belongs to another message; upload it again to send it twice."),
     ErrorCode("model_cannot_see_images", 422, "The message has an image but the agent's model class does not take images (`vision: true` in HEDDLE_MODEL_CLASSES); `details.model_class` names it."),
     ErrorCode("memory_full", 409, "The subject already has as many remembered facts as a subject may keep (HEDDLE_MEMORY_MAX_FACTS); delete one first."),
+    ErrorCode("invalid_schedule", 400, "The schedule's timing cannot be used: `at` in the past or without its offset, a cron that is not five fields or never fires, an unknown time zone, or `ends_at`/`max_runs` without a cron; `details.field` names it."),
+    ErrorCode("too_many_schedules", 409, "The thread or the subject already has as many active schedules as it may (HEDDLE_SCHEDULES_MAX_PER_THREAD, HEDDLE_SCHEDULES_MAX_PER_SUBJECT)."),
     # --- console (operators; /console/api) ---
     ErrorCode("console_unauthenticated", 401, "No operator session, or it expired or ended: open a new login link (heddle operator login-link)."),
     ErrorCode("csrf_failed", 403, "A console change without the session's X-CSRF-Token, or from another Origin."),
@@ -93,6 +95,7 @@ RUN_ERROR_CODES: dict[str, str] = {
     "mcp_deadline_exceeded": "Listing an MCP server's tools (with its reconnects and resumptions) took longer than HEDDLE_MCP_CALL_DEADLINE_SECONDS.",
     "mcp_too_many_resumptions": "An MCP server ended its stream without an answer more than HEDDLE_MCP_MAX_RESUMPTIONS times.",
     "tools_over_turn_limit": "The tools one model turn would offer exceed HEDDLE_TOOLS_MAX_PER_TURN or HEDDLE_TOOLS_MAX_SCHEMA_BYTES.",
+    "invalid_output": "The agent's reply did not match its output schema (`output.schema`), twice: once, then once more after being told why; the trace holds both attempts.",
     "cancelled": "The run was cancelled (POST /v1/loom/runs/{id}/cancel, or interrupted by a newer message).",
     "internal_error": "Unexpected engine error.",
 }

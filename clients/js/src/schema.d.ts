@@ -265,6 +265,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/loom/threads/{thread_id}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A thread's schedules, oldest first */
+        get: operations["list_schedules"];
+        put?: never;
+        /** Schedule a message to the thread: once (`at`) or on a cron */
+        post: operations["create_schedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/loom/schedules/{schedule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Cancel a schedule: it never fires again */
+        delete: operations["delete_schedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/loom/realtime/config": {
         parameters: {
             query?: never;
@@ -459,6 +494,34 @@ export interface components {
             /** Name */
             name: string;
         };
+        /**
+         * CreateSchedule
+         * @description `content` later: once at `at`, or on each tick of `cron` in `timezone` until `ends_at` or `max_runs`.
+         * @example {
+         *       "at": "2030-01-01T09:00:00+01:00",
+         *       "content": "Check my transfer again"
+         *     }
+         * @example {
+         *       "content": "Weekly statement summary",
+         *       "cron": "0 9 * * 1",
+         *       "max_runs": 10,
+         *       "timezone": "Europe/Berlin"
+         *     }
+         */
+        CreateSchedule: {
+            /** Content */
+            content: string;
+            /** At */
+            at?: string | null;
+            /** Cron */
+            cron?: string | null;
+            /** Timezone */
+            timezone?: string | null;
+            /** Ends At */
+            ends_at?: string | null;
+            /** Max Runs */
+            max_runs?: number | null;
+        };
         /** CreateThread */
         CreateThread: {
             /** Agent */
@@ -527,6 +590,36 @@ export interface components {
              */
             status: "success";
             data: components["schemas"]["Run"];
+        };
+        /** ScheduleDeletedEnvelope */
+        ScheduleDeletedEnvelope: {
+            /**
+             * Status
+             * @default success
+             * @constant
+             */
+            status: "success";
+            data: components["schemas"]["ScheduleDeleted"];
+        };
+        /** ScheduleListEnvelope */
+        ScheduleListEnvelope: {
+            /**
+             * Status
+             * @default success
+             * @constant
+             */
+            status: "success";
+            data: components["schemas"]["ScheduleList"];
+        };
+        /** ScheduleEnvelope */
+        ScheduleEnvelope: {
+            /**
+             * Status
+             * @default success
+             * @constant
+             */
+            status: "success";
+            data: components["schemas"]["Schedule"];
         };
         /** SubjectDeletedEnvelope */
         SubjectDeletedEnvelope: {
@@ -841,6 +934,11 @@ export interface components {
             role: components["schemas"]["MessageRole"];
             /** Content */
             content: string;
+            /** Data */
+            data?: {
+                [key: string]: unknown;
+            } | null;
+            scheduled?: components["schemas"]["ScheduledMark"] | null;
             /**
              * Created At
              * Format: date-time
@@ -1147,6 +1245,216 @@ export interface components {
         };
         /** @enum {string} */
         RunState: "queued" | "running" | "awaiting_input" | "awaiting_outcome" | "closed" | "failed";
+        /**
+         * Schedule
+         * @description A message the thread receives later (issue 45).
+         * @example {
+         *       "id": "5b7c0d1e-2222-4a2b-9c3d-4e5f6a7b8c9d",
+         *       "thread_id": "0b6a7c1d-5a4e-4f1b-8a49-2c1d3e4f5a6b",
+         *       "subject": "web:u_123",
+         *       "content": "Check my transfer again",
+         *       "at": null,
+         *       "cron": "0 9 * * 1",
+         *       "timezone": "Europe/Berlin",
+         *       "ends_at": null,
+         *       "max_runs": 10,
+         *       "runs": 0,
+         *       "state": "active",
+         *       "paused_reason": null,
+         *       "next_run_at": "2026-12-07T08:00:00Z",
+         *       "created_by": {
+         *         "kind": "caller",
+         *         "run_id": null
+         *       },
+         *       "last_run": null,
+         *       "last_error": null,
+         *       "created_at": "2026-12-01T12:00:00Z"
+         *     }
+         */
+        Schedule: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /**
+             * Thread Id
+             * Format: uuid
+             */
+            thread_id: string;
+            /** Subject */
+            subject: string;
+            /** Content */
+            content: string;
+            /** At */
+            at: string | null;
+            /** Cron */
+            cron: string | null;
+            /** Timezone */
+            timezone: string;
+            /** Ends At */
+            ends_at: string | null;
+            /** Max Runs */
+            max_runs: number | null;
+            /** Runs */
+            runs: number;
+            state: components["schemas"]["ScheduleState"];
+            /** Paused Reason */
+            paused_reason: string | null;
+            /** Next Run At */
+            next_run_at: string | null;
+            created_by: components["schemas"]["ScheduleCreator"];
+            last_run: components["schemas"]["ScheduleLastRun"] | null;
+            last_error: components["schemas"]["ScheduleError"] | null;
+            /**
+             * Created At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            created_at: string;
+        };
+        /** ScheduleCreator */
+        ScheduleCreator: {
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "caller" | "agent";
+            /** Run Id */
+            run_id?: string | null;
+        };
+        /**
+         * ScheduleDeleted
+         * @example {
+         *       "id": "5b7c0d1e-2222-4a2b-9c3d-4e5f6a7b8c9d",
+         *       "thread_id": "0b6a7c1d-5a4e-4f1b-8a49-2c1d3e4f5a6b",
+         *       "subject": "web:u_123",
+         *       "content": "Check my transfer again",
+         *       "at": null,
+         *       "cron": "0 9 * * 1",
+         *       "timezone": "Europe/Berlin",
+         *       "ends_at": null,
+         *       "max_runs": 10,
+         *       "runs": 0,
+         *       "state": "active",
+         *       "paused_reason": null,
+         *       "next_run_at": "2026-12-07T08:00:00Z",
+         *       "created_by": {
+         *         "kind": "caller",
+         *         "run_id": null
+         *       },
+         *       "last_run": null,
+         *       "last_error": null,
+         *       "created_at": "2026-12-01T12:00:00Z"
+         *     }
+         */
+        ScheduleDeleted: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /**
+             * Thread Id
+             * Format: uuid
+             */
+            thread_id: string;
+            /** Subject */
+            subject: string;
+            /** Content */
+            content: string;
+            /** At */
+            at: string | null;
+            /** Cron */
+            cron: string | null;
+            /** Timezone */
+            timezone: string;
+            /** Ends At */
+            ends_at: string | null;
+            /** Max Runs */
+            max_runs: number | null;
+            /** Runs */
+            runs: number;
+            state: components["schemas"]["ScheduleState"];
+            /** Paused Reason */
+            paused_reason: string | null;
+            /** Next Run At */
+            next_run_at: string | null;
+            created_by: components["schemas"]["ScheduleCreator"];
+            last_run: components["schemas"]["ScheduleLastRun"] | null;
+            last_error: components["schemas"]["ScheduleError"] | null;
+            /**
+             * Created At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            created_at: string;
+            /** Deleted */
+            deleted: boolean;
+        };
+        /** ScheduleError */
+        ScheduleError: {
+            /** Code */
+            code: string;
+            /** Message */
+            message: string;
+        };
+        /** ScheduleLastRun */
+        ScheduleLastRun: {
+            /**
+             * At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            at: string;
+            /** Run Id */
+            run_id: string | null;
+            /** Late Seconds */
+            late_seconds: number | null;
+        };
+        /** ScheduleList */
+        ScheduleList: {
+            /** Items */
+            items: components["schemas"]["Schedule"][];
+        };
+        /** @enum {string} */
+        ScheduleState: "active" | "paused" | "ended";
+        /**
+         * ScheduledMark
+         * @description How a message a schedule posted is marked: which schedule, who made it, how late it fired.
+         */
+        ScheduledMark: {
+            /**
+             * Schedule Id
+             * Format: uuid
+             */
+            schedule_id: string;
+            /**
+             * Created By
+             * @enum {string}
+             */
+            created_by: "caller" | "agent";
+            /** Created By Run Id */
+            created_by_run_id?: string | null;
+            /**
+             * Due At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            due_at: string;
+            /**
+             * Fired At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            fired_at: string;
+            /** Late Seconds */
+            late_seconds: number;
+            /** Late */
+            late: boolean;
+            /** Fired By */
+            fired_by?: string | null;
+        };
         /** SourceOut */
         SourceOut: {
             /**
@@ -4045,6 +4353,454 @@ export interface operations {
                 };
             };
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_schedules: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
+                "Service-Run"?: string;
+            };
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleListEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    create_schedule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Relay mode only: the connection (id or name, such as `payments`) whose host serves the agent's unpinned tools. Direct mode uses the token's `conn` claim. */
+                "Service-Connection"?: string;
+                /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
+                "Idempotency-Key"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
+                "Service-Run"?: string;
+            };
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSchedule"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleEnvelope"];
+                };
+            };
+            /** @description Error codes: `connection_not_found`, `invalid_request`, `invalid_schedule`, `invalid_subject`, `json_too_deep`, `subject_header_with_token`, `subject_required` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `idempotency_key_reused`, `too_many_schedules` */
+            409: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `payload_too_large` */
+            413: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unsupported_media_type` */
+            415: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_schedule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
+                "Service-Run"?: string;
+            };
+            path: {
+                schedule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleDeletedEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];

@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from heddle.loom.agent_file import SCHEDULE_ENTRY
+
 
 class _Dumper(yaml.SafeDumper):
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
@@ -33,9 +35,14 @@ def _tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 def agent_yaml(definition: dict[str, Any]) -> str:
     """The agent file of an agent (or of one of its versions) as the console API returns it."""
-    data = {"name": definition["name"], "model_class": definition["model_class"],
-            "instructions": definition.get("instructions") or "",
-            "tools": [_tool(t) for t in definition.get("tools") or []]}
+    tools = definition.get("tools") or []
+    data: dict[str, Any] = {"name": definition["name"], "model_class": definition["model_class"],
+                            "instructions": definition.get("instructions") or "",
+                            "tools": [_tool(t) for t in tools if t != SCHEDULE_ENTRY]}
+    if SCHEDULE_ENTRY in tools:  # the built-in schedule_followup is written `schedules: true`
+        data["schedules"] = True
     if definition.get("memory"):  # only when the file had a `memory:` section
         data["memory"] = {k: v for k, v in definition["memory"].items() if v is not None}
+    if definition.get("output"):  # structured replies: `output: {schema: ...}`
+        data["output"] = definition["output"]
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

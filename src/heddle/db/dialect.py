@@ -28,6 +28,12 @@ def for_update(session: AsyncSession, query: Select) -> Select:
     return query if one_writer(session) else query.with_for_update()
 
 
+def claim(session: AsyncSession, query: Select) -> Select:
+    """`query` locking its rows and passing over rows another transaction holds (`FOR UPDATE SKIP
+    LOCKED`), so concurrent claimers each take different rows; as is on SQLite (one writer)."""
+    return query if one_writer(session) else query.with_for_update(skip_locked=True)
+
+
 async def lock(session: AsyncSession, query: Select) -> None:
     """Take the locks of `query`'s rows until the transaction ends (nothing to do on SQLite)."""
     if not one_writer(session):

@@ -12,8 +12,10 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from heddle.loom.providers.base import ASK_USER_TOOL
 from heddle.loom.schemas import Interaction, Reliability, Risk  # the API's enums, declared once
+from heddle.loom.tools.names import RESERVED_NAMES
 
-BUILTIN_TOOLS = {"identify"}
+BUILTIN_TOOLS = {"identify", "schedule_followup"}
+SCHEDULE_ENTRY = {"builtin": "schedule_followup"}  # what `schedules: true` stores (loom/tools/schedule.py)
 _TOOL_NAME = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 
 
@@ -62,18 +64,12 @@ class HostedTool(BaseModel):
             raise ValueError("properties must be a mapping")
         # Every call's arguments are checked against it (loom/tool_steps.py): refuse, at save, a
         # schema that could not check anything.
-        validator = jsonschema.validators.validator_for(v, default=jsonschema.Draft202012Validator)
-        try:
-            validator.check_schema(v)
-        except jsonschema.SchemaError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path)
-            raise ValueError(f"is not a valid JSON Schema ({where or 'top level'}: {exc.message[:200]})") from None
-        return v
+        return check_json_schema(v)
 
     @field_validator("name")
     @classmethod
     def _not_reserved(cls, v: str) -> str:
-        if v == ASK_USER_TOOL or v in BUILTIN_TOOLS:
+        if v == ASK_USER_TOOL or v in BUILTIN_TOOLS or v in RESERVED_NAMES:
             raise ValueError(f"{v!r} is reserved for a built-in tool")
         return v
 
@@ -154,6 +150,35 @@ class MemorySettings(BaseModel):
     summarize_with: Annotated[str, Field(min_length=1, max_length=100)] | None = None
 
 
+def check_json_schema(v: dict[str, Any]) -> dict[str, Any]:
+    """`v` if it is a valid JSON Schema (its metaschema's check), else a ValueError naming where."""
+    validator = jsonschema.validators.validator_for(v, default=jsonschema.Draft202012Validator)
+    try:
+        validator.check_schema(v)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path)
+        raise ValueError(f"is not a valid JSON Schema ({where or 'top level'}: {exc.message[:200]})") from None
+    return v
+
+
+class OutputSpec(BaseModel):
+    """`output: {schema: ...}`: every answer of the agent is a JSON object valid against `schema`
+    (loom/structured_output.py), given as the message's `data`."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_: dict[str, Any] = Field(alias="schema")
+
+    @field_validator("schema_")
+    @classmethod
+    def _valid_object_schema(cls, v: dict[str, Any]) -> dict[str, Any]:
+        check_json_schema(v)
+        if v.get("type") != "object":
+            raise ValueError("must describe an object (type: object): a reply is a JSON object")
+        if len(json.dumps(v)) > 64 * 1024:
+            raise ValueError("is larger than 64 KiB")
+        return v
+
+
 class AgentFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Annotated[str, Field(min_length=1, max_length=200)]
@@ -161,6 +186,19 @@ class AgentFile(BaseModel):
     instructions: Annotated[str, Field(max_length=32_000)] = ""
     tools: list[ToolEntry] = Field(default_factory=list, max_length=64)
     memory: MemorySettings | None = None
+    # The built-in `schedule_followup` tool (loom/tools/schedule.py): the agent may schedule a
+    # follow-up message in its thread. Stored as the tools entry SCHEDULE_ENTRY.
+    schedules: bool = False
+    output: OutputSpec | None = None  # structured replies (loom/structured_output.py)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_schedule_entry(cls, data: Any) -> Any:
+        """A definition read back from the store (the API's agent JSON) names the built-in in
+        its tools: the same agent as `schedules: true`."""
+        if isinstance(data, dict) and isinstance(data.get("tools"), list) and SCHEDULE_ENTRY in data["tools"]:
+            data = {**data, "tools": [t for t in data["tools"] if t != SCHEDULE_ENTRY], "schedules": True}
+        return data
 
     @model_validator(mode="after")
     def _unique_names(self) -> AgentFile:
@@ -183,8 +221,11 @@ class AgentFile(BaseModel):
     def mcp_entries(self) -> list[tuple[int, McpTools]]:
         return [(i, tool) for i, tool in enumerate(self.tools) if isinstance(tool, McpTools)]
 
+    def output_schema(self) -> dict[str, Any] | None:
+        return self.output.schema_ if self.output is not None else None
+
     def tool_dicts(self) -> list[dict[str, Any]]:
-        return [_tool_dict(t) for t in self.tools]
+        return [_tool_dict(t) for t in self.tools] + ([dict(SCHEDULE_ENTRY)] if self.schedules else [])
 
     def memory_dict(self) -> dict[str, Any] | None:
         """As stored in `agents.memory` (None without a `memory:` section)."""

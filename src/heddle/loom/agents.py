@@ -46,7 +46,8 @@ async def _check(session: AsyncSession, workspace_id: str, spec: AgentFile,
 
 def _version_row(agent: Agent, created_by: str | None) -> AgentVersion:
     return AgentVersion(agent_id=agent.id, version=agent.version, name=agent.name, model_class=agent.model_class,
-                        instructions=agent.instructions, tools=agent.tools, memory=agent.memory, created_by=created_by,
+                        instructions=agent.instructions, tools=agent.tools, memory=agent.memory,
+                        output_schema=agent.output_schema, created_by=created_by,
                         created_at=utcnow())
 
 
@@ -56,7 +57,8 @@ async def create_agent(session: AsyncSession, workspace_id: str, spec: AgentFile
     await _check(session, workspace_id, spec, known_model_classes)
     agent = Agent(id=ids.agent_id(), workspace_id=workspace_id, name=spec.name,
                   model_class=spec.model_class, instructions=spec.instructions,
-                  tools=spec.tool_dicts(), memory=spec.memory_dict(), version=1, created_at=utcnow())
+                  tools=spec.tool_dicts(), memory=spec.memory_dict(), output_schema=spec.output_schema(),
+                  version=1, created_at=utcnow())
     session.add(agent)
     await session.flush()
     session.add(_version_row(agent, created_by))
@@ -71,6 +73,7 @@ async def update_agent(session: AsyncSession, agent: Agent, spec: AgentFile,
     agent.name, agent.model_class = spec.name, spec.model_class
     agent.instructions, agent.tools = spec.instructions, spec.tool_dicts()
     agent.memory = spec.memory_dict()
+    agent.output_schema = spec.output_schema()
     agent.version += 1
     session.add(_version_row(agent, created_by))
     await session.flush()
@@ -100,14 +103,20 @@ def has_unpinned_hosted_tools(agent: Agent) -> bool:
     return any("builtin" not in t and "mcp" not in t and not t.get("connection") for t in agent.tools)
 
 
+def _output(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    return {"schema": schema} if schema is not None else None
+
+
 def agent_dict(agent: Agent) -> dict[str, Any]:
     return {"id": agent.id, "workspace_id": agent.workspace_id, "name": agent.name,
             "model_class": agent.model_class, "instructions": agent.instructions,
-            "tools": agent.tools, "memory": agent.memory, "version": agent.version,
+            "tools": agent.tools, "memory": agent.memory, "output": _output(agent.output_schema),
+            "version": agent.version,
             "created_at": iso(agent.created_at)}
 
 
 def version_dict(v: AgentVersion) -> dict[str, Any]:
     return {"agent_id": v.agent_id, "version": v.version, "name": v.name, "model_class": v.model_class,
-            "instructions": v.instructions, "tools": v.tools, "memory": v.memory, "created_by": v.created_by,
+            "instructions": v.instructions, "tools": v.tools, "memory": v.memory,
+            "output": _output(v.output_schema), "created_by": v.created_by,
             "created_at": iso(v.created_at)}

@@ -27,11 +27,11 @@ from heddle.errors import HeddleError
 from heddle.loom import engine_sql as sql
 from heddle.loom import memory
 from heddle.loom import queries as q
+from heddle.loom import structured_output
 from heddle.loom.approvals import initial_status
 from heddle.loom.channels import EventSink
 from heddle.loom.delta_writer import DeltaWriter
 from heddle.loom.deltas import DeltaStream
-from heddle.loom.attachments.to_model import stored_request
 from heddle.loom.history import build_conversation
 from heddle.loom.lease import Fence
 from heddle.loom.model_calls import ModelCalls
@@ -39,6 +39,7 @@ from heddle.loom.models import Agent, Message, Run, ToolCall
 from heddle.loom.models import Turn as TurnRow
 from heddle.loom.next_step import next_step
 from heddle.loom.providers.base import DEFAULT_HISTORY_TOKENS, ModelClass, ModelProviderError, ModelResponse
+from heddle.loom.providers.output import output_spec
 from heddle.loom.providers.registry import cost_micro
 from heddle.loom.run_event import RunEvent
 from heddle.loom.serializers import message_dict, run_dict
@@ -54,11 +55,10 @@ from heddle.loom.thread_queue import advance_queue
 from heddle.loom.tool_steps import ToolSteps
 from heddle.loom.tools import ToolKinds, Toolset, ToolsUnavailable
 from heddle.loom.turn_record import (
-    attempts_of,
     failed_turn_row,
     failure_message,
     truncation_failure,
-    turn_status,
+    turn_row,
 )
 from heddle.loom.unit_of_work import RunUnitOfWork
 from heddle.loom.views import render_run
@@ -81,6 +81,7 @@ class Turn:
     toolset: Toolset
     conversation: list
     history: dict[str, Any]  # the history cut, kept in the turn's request for the trace
+    output_schema: dict[str, Any] | None = None  # a structured reply (loom/structured_output.py)
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,13 @@ class RunEngine:
         reply = await self._call(run, turn, deadline, realtime)
         if reply is None:  # the run stopped while the model was thinking: drop the call
             return False
-        return await self._record(run, calls, fence, turn, reply, realtime)
+        shaped = None
+        if turn.output_schema is not None and not reply.response.tool_calls and not reply.response.truncated:
+            shaped = await structured_output.shape(lambda t: self._call(run, t, deadline, realtime), turn, reply)
+            if shaped is None:
+                return False
+            reply = shaped.reply
+        return await self._record(run, calls, fence, turn, reply, realtime, shaped)
 
     # -- a model turn: price, call, record ------------------------------------------------
 
@@ -245,7 +252,8 @@ class RunEngine:
         est_in = sum(len(m.content or "") for m in conversation) // 3 + 50
         if balance <= 0 or balance < cost_micro(model_class, est_in, model_class.max_tokens):
             raise RunFailure("insufficient_credits", "The workspace balance cannot pay for the next model turn.")
-        return Turn(model_class, self.registry.provider_for(model_class), toolset, conversation, history)
+        return Turn(model_class, self.registry.provider_for(model_class), toolset, conversation, history,
+                    getattr(agent, "output_schema", None))
 
     async def _call(self, run: Run, turn: Turn, deadline: float, realtime: bool) -> Reply | None:
         """Call the model, its reply streaming as deltas; None if the run stopped meanwhile."""
@@ -259,7 +267,8 @@ class RunEngine:
             # the caller's first poll. The timeout cancels this task inside the call.
             async with asyncio.timeout(max(0.001, deadline - time.monotonic())):
                 response = await self.model_calls.call(run.id, turn.provider.complete(
-                    turn.model_class, turn.conversation, turn.toolset.specs(), stream))
+                    turn.model_class, turn.conversation,
+                    turn.toolset.specs() + ([output_spec(turn.output_schema)] if turn.output_schema else []), stream))
         except TimeoutError:
             raise RunFailure("max_duration_exceeded",
                              f"The run took longer than {self.settings.run_max_seconds:g} s.") from None
@@ -280,41 +289,47 @@ class RunEngine:
         return Reply(response, nul_replaced, deltas, stream.message_id, _ms_since(started))
 
     async def _record(self, run: Run, calls: list[ToolCall], fence: Fence, turn: Turn, reply: Reply,
-                      realtime: bool) -> bool:
+                      realtime: bool, shaped: structured_output.Shaped | None = None) -> bool:
         """The turn, its charge and what it leads to, in one transaction; False when it ended
-        the run (an answer, or a reply cut off that cannot be acted on)."""
+        the run (an answer, or a reply cut off that cannot be acted on). A structured reply that
+        needed a repair records its first attempt as a turn before it (`shaped.first`)."""
         model_class, response = turn.model_class, reply.response
         cost = cost_micro(model_class, response.input_tokens, response.output_tokens)
+        first = shaped.first if shaped is not None else None
+        first_cost = cost_micro(model_class, first.response.input_tokens, first.response.output_tokens) if first else 0
         finish = not response.tool_calls
         # A reply cut off at max_tokens that cannot be acted on fails the run; it is still billed
         # (the provider counted its tokens) and recorded, in the same transaction.
         cut_off = truncation_failure(response, model_class)
-        event = "fail" if cut_off else ("finish" if finish else None)
+        invalid = shaped.error if shaped is not None and finish and not cut_off else None
+        event = "fail" if cut_off or invalid else ("finish" if finish else None)
         failure = {"error_code": "model_error", "error_message": cut_off} if cut_off else {}
+        if invalid:
+            failure = {"error_code": "invalid_output", "error_message": "The reply did not match the agent's output "
+                       f"schema, nor did the repaired one: {invalid}"}
         try:
             async with self.uow.transaction(fence=fence, realtime=realtime, workspace_id=run.workspace_id) as work:
                 session = work.session
                 # The fence guard carries the turn's counters and, for an answer, the transition.
-                turn_seq = run.turn_count + 1
-                await work.hold(run, event, turn_count=turn_seq, cost_micro=run.cost_micro + cost, **failure)
+                turn_seq = run.turn_count + 1 + (first is not None)
+                await work.hold(run, event, turn_count=turn_seq, cost_micro=run.cost_micro + cost + first_cost,
+                                **failure)
+                if first is not None:  # the structured reply's first, invalid attempt
+                    first_id = uuid.uuid4()
+                    await session.execute(_INSERT_TURN, turn_row(
+                        run.id, first_id, turn_seq - 1, turn, first, first_cost, {"output_error": shaped.first_error}))
+                    work.charge_last(run, first_cost, reason="model_turn", ref=str(first_id))
                 turn_id = uuid.uuid4()
-                await session.execute(_INSERT_TURN, {
-                    "id": turn_id, "run_id": run.id, "seq": turn_seq, "model_class": model_class.name,
-                    "input_tokens": response.input_tokens, "output_tokens": response.output_tokens,
-                    "cost_micro": cost,
-                    "request": {**stored_request(response.request, turn.conversation), "history": turn.history,
-                                **turn.toolset.trace()},
-                    "response": {**response.response, "text": response.text,
-                                 **({"nul_replaced": reply.nul_replaced} if reply.nul_replaced else {})},
-                    "latency_ms": reply.latency_ms, "created_at": utcnow(),
-                    "status": turn_status(response), "attempts": attempts_of(response.attempts)})
-                if cut_off:
+                await session.execute(_INSERT_TURN, turn_row(
+                    run.id, turn_id, turn_seq, turn, reply, cost, {"output_error": invalid} if invalid else {}))
+                if cut_off or invalid:
                     work.run_updated(run.thread_id, await render_run(session, run))
                     await advance_queue(work, run.thread_id)
                 elif finish:
                     # The id the reply's `message.delta` events announced.
                     message = await sql.add_assistant_message(session, run, response.text or "",
-                                                              message_id=reply.message_id)
+                                                              message_id=reply.message_id,
+                                                              data=shaped.data if shaped is not None else None)
                     self.metrics.runs.labels("closed").inc()
                     # Always built, realtime or not: the SSE log and the webhooks need them too.
                     work.message_created(run.thread_id, message_dict(message))
@@ -324,7 +339,8 @@ class RunEngine:
                     seq = max((tc.seq for tc in calls), default=0)
                     await work.insert_tool_calls([self._new_tool_call(run, turn.toolset, turn_id, seq + i, call)
                                                   for i, call in enumerate(response.tool_calls, start=1)])
-                work.first[run.id] = reply.deltas  # the reply's deltas are stored ahead of its message
+                # The reply's deltas are stored ahead of its message (a repaired reply's first ones too).
+                work.first[run.id] = (first.deltas if first is not None else []) + reply.deltas
                 # Charged when the unit ends, after its events are staged (RunWork.charge_last).
                 work.charge_last(run, cost, reason="model_turn", ref=str(turn_id))
         except InsufficientCredits:

@@ -9,6 +9,7 @@ fencing UPDATE (heddle/loom/lease.py). Durability is unchanged: every step still
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from sqlalchemy import bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -44,18 +45,20 @@ _INSERT_ASSISTANT = insert(_messages).values(
     id=bindparam("m_id", type_=_messages.c.id.type), thread_id=bindparam("m_thread", type_=_messages.c.thread_id.type),
     run_id=bindparam("m_run", type_=_messages.c.run_id.type), seq=_NEXT_SEQ, role="assistant",
     content=bindparam("m_content", type_=_messages.c.content.type),
+    data=bindparam("m_data", type_=_messages.c.data.type),
     created_at=bindparam("m_created", type_=_messages.c.created_at.type),
 ).returning(_messages.c.seq)
 
 
 async def add_assistant_message(session: AsyncSession, run: Run, content: str,
-                                message_id: uuid.UUID | None = None) -> Message:
+                                message_id: uuid.UUID | None = None, data: Any = None) -> Message:
     """Append the run's answer (or question) to its thread in one statement; the new Message."""
     now = utcnow()
     message_id = message_id or uuid.uuid4()
     seq = (await session.execute(_INSERT_ASSISTANT, {
         "m_id": message_id, "m_thread": run.thread_id, "m_run": run.id, "m_content": content, "m_created": now,
+        "m_data": data,  # a structured reply's object (loom/structured_output.py)
     })).scalar_one()
     return Message(id=message_id, thread_id=run.thread_id, run_id=run.id, seq=seq, role="assistant",
-                   content=content, created_at=now)
+                   content=content, data=data, created_at=now)
 

@@ -2,8 +2,8 @@
 retention (threads idle longer than the workspace's `retention_days`, loom/retention.py).
 
 Erasure removes every row of the thread: its messages, queued messages, runs, turns, tool
-calls, attachments (metadata and bytes) and the thread's summaries (erasing a person also erases
-the facts agents remember about them, loom/memory.py). Money is kept: ledger rows stay with their amounts (the balance still equals the ledger
+calls, attachments (metadata and bytes), schedules and the thread's summaries (erasing a person
+also erases the facts agents remember about them, loom/memory.py). Money is kept: ledger rows stay with their amounts (the balance still equals the ledger
 sum), but their references to the erased run, turn or tool call are cut. Request-log rows of
 the workspace keep their status and latency but lose the run reference and the ids in their
 path. Webhook deliveries about the thread's runs (their bodies hold the Run, its reply and
@@ -27,7 +27,7 @@ from heddle.errors import HeddleError
 from heddle.loom import queries as q
 from heddle.loom.attachments.store import erase_for_threads as erase_attachments
 from heddle.loom.memory_models import Memory, ThreadSummary
-from heddle.loom.models import Message, QueuedMessage, Run, RunEventRow, Thread, ToolCall, Turn
+from heddle.loom.models import Message, QueuedMessage, Run, RunEventRow, Schedule, Thread, ToolCall, Turn
 from heddle.loom.states import TERMINAL
 from heddle.loom.unit_of_work import RunWork
 from heddle.observability.models import RequestLogEntry
@@ -86,6 +86,7 @@ async def erase_threads(work: RunWork, workspace_id: str, thread_ids: list[uuid.
     out.attachments = await erase_attachments(session, thread_ids)
     out.summaries = (await session.execute(
         delete(ThreadSummary).where(ThreadSummary.thread_id.in_(thread_ids)))).rowcount
+    await session.execute(delete(Schedule).where(Schedule.thread_id.in_(thread_ids)))  # they never fire
     out.messages = (await session.execute(delete(Message).where(Message.thread_id.in_(thread_ids)))).rowcount
     if run_ids:
         out.runs = (await session.execute(delete(Run).where(Run.id.in_(run_ids)))).rowcount

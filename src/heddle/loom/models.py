@@ -39,6 +39,8 @@ class Agent(Base):
     tools: Mapped[list[Any]] = mapped_column(JSON, default=list)  # validated ToolDefinition dicts
     # The agent file's `memory:` section ({"remember": bool, "summarize_with": class or None}).
     memory: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # `output: {schema}` of the agent file: every answer is a JSON object valid against it (None: text)
+    output_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # The current version: the columns above are a copy of agent_versions' row for it, so reads
     # of an agent need no join. Every edit adds a version (heddle/control/agents.py).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
@@ -58,6 +60,7 @@ class AgentVersion(Base):
     instructions: Mapped[str] = mapped_column(Text, default="")
     tools: Mapped[list[Any]] = mapped_column(JSON, default=list)
     memory: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # as agents.memory
+    output_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # as Agent.output_schema
     created_by: Mapped[str | None] = mapped_column(String(320), nullable=True)  # "cli" or an operator's email
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -93,6 +96,11 @@ class Message(Base):
     # The metadata of the message's attachments (loom/attachments/), copied when the message is
     # posted so that every read of a message (list, trace, events, history) has it without a join.
     attachments: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    # A message a schedule posted (loom/schedule_firing.py): which schedule, who made it, when it
+    # was due and how late it fired. None for a message a caller posted.
+    scheduled: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)
+    # A structured reply (the agent's `output.schema`): the object, whose JSON text is `content`.
+    data: Mapped[Any | None] = mapped_column(JSON(none_as_null=True), nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -218,6 +226,7 @@ class QueuedMessage(Base):
     message_id: Mapped[uuid.UUID] = mapped_column(Uuid)  # the id the 202 returned
     content: Mapped[str] = mapped_column(Text)
     attachments: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)  # as Message.attachments
+    scheduled: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)  # as Message
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -233,7 +242,6 @@ class RunEventRow(Base):
     event: Mapped[str] = mapped_column(String(40))
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
-
 
 
 class Attachment(Base):
@@ -272,3 +280,49 @@ class AttachmentChunk(Base):
                                                      primary_key=True)
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class Schedule(Base):
+    """A message to post to a thread later: once (`at`) or on a cron's ticks (loom/schedules.py).
+
+    `next_run_at` is when it is next due (None once it has ended); the firing loop
+    (loom/schedule_firing.py) claims due rows under a row lock (`FOR UPDATE SKIP LOCKED` on
+    PostgreSQL), posts the message and moves `next_run_at` on in one transaction, so a schedule
+    fires once per due time whichever process claims it. The creator's mode, key and connection
+    are kept so the run it starts is the one a posted message would start.
+    """
+
+    __tablename__ = "schedules"
+    __table_args__ = (
+        Index("ix_schedules_due", "state", "next_run_at"),
+        Index("ix_schedules_thread", "thread_id", "created_at"),
+        Index("ix_schedules_workspace_created", "workspace_id", "created_at"),
+        Index("ix_schedules_workspace_subject", "workspace_id", "subject"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspaces.id"))
+    thread_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("threads.id"))
+    subject: Mapped[str] = mapped_column(String(300))
+    content: Mapped[str] = mapped_column(Text)
+    at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)  # a one-off
+    cron: Mapped[str | None] = mapped_column(String(120), nullable=True)  # five fields
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")
+    ends_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    max_runs: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    runs: Mapped[int] = mapped_column(Integer, default=0)  # times fired
+    state: Mapped[str] = mapped_column(String(12), default="active")  # active | paused | ended
+    # paused by `operator` / the `caller`, or `insufficient_credits` (resumed when credits return)
+    paused_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    next_run_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_by: Mapped[str] = mapped_column(String(16), default="caller")  # caller | agent
+    created_by_run_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    auth_mode: Mapped[str] = mapped_column(String(8), default="relay")
+    key_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    connection_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    last_run_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_run_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    last_late_seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_error: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

@@ -101,7 +101,8 @@ _RUN_VIEW = (
     select(_r.id, _r.thread_id, _r.workspace_id, _r.subject, _r.state, _r.origin, _r.cost_micro, _r.connection_id,
            _r.pending_question, _r.error_code, _r.error_message, _r.created_at, _r.updated_at,
            _m.c.id.label("m_id"), _m.c.run_id.label("m_run_id"), _m.c.thread_id.label("m_thread_id"),
-           _m.c.role.label("m_role"), _m.c.content.label("m_content"), _m.c.created_at.label("m_created_at"))
+           _m.c.role.label("m_role"), _m.c.content.label("m_content"), _m.c.created_at.label("m_created_at"),
+           _m.c.data.label("m_data"))
     .select_from(_runs).outerjoin(_m, _m.c.id == _LATEST_ANSWER_ID)
     .where(_r.id == bindparam("run_id", type_=_r.id.type))
 )
@@ -117,7 +118,7 @@ async def visible_run_view(session: AsyncSession, auth: AuthContext, run_id: str
     latest = None
     if row.m_id is not None:
         latest = SimpleNamespace(id=row.m_id, thread_id=row.m_thread_id, run_id=row.m_run_id, role=row.m_role,
-                                 content=row.m_content, created_at=row.m_created_at)
+                                 content=row.m_content, created_at=row.m_created_at, data=row.m_data)
     return row, latest
 
 

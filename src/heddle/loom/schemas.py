@@ -111,6 +111,19 @@ class AttachmentInfo(ReadModel):
     created_at: Timestamp
 
 
+class ScheduledMark(ReadModel):
+    """How a message a schedule posted is marked: which schedule, who made it, how late it fired."""
+
+    schedule_id: UUIDStr
+    created_by: Literal["caller", "agent"]  # the thread's subject (the API) or the agent (schedule_followup)
+    created_by_run_id: UUIDStr | None = None  # the run whose tool call made it
+    due_at: Timestamp
+    fired_at: Timestamp
+    late_seconds: float
+    late: bool  # fired more than a minute after it was due (the service was down, or out of credits)
+    fired_by: str | None = None  # the process that fired it (host:pid:nonce)
+
+
 class Message(ReadModel):
     """One message of a thread; payload of the `message.created` event."""
 
@@ -124,6 +137,9 @@ class Message(ReadModel):
     role: MessageRole
     content: str
     attachments: list[AttachmentInfo] = Field(default=[], description="The files sent with the message.")
+    # A structured reply (the agent file's `output.schema`): the object; `content` is its JSON text.
+    data: dict[str, Any] | None = None
+    scheduled: ScheduledMark | None = None  # posted by a schedule (loom/schedule_firing.py)
     created_at: Timestamp
 
 

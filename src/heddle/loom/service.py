@@ -72,10 +72,13 @@ async def _resolve_run_connection(session: AsyncSession, auth: AuthContext, agen
 
 
 async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content: str,
-                       if_busy: str = "reject", attachments: AttachmentRules | None = None) -> dict[str, Any]:
+                       if_busy: str = "reject", attachments: AttachmentRules | None = None, *,
+                       origin: str = "api", scheduled: dict[str, Any] | None = None) -> dict[str, Any]:
     """A user message: starts a run (inserted already claimed by the in-process executor when it
     has a slot), answers the run awaiting input, or waits its turn (`if_busy`). Its attachments
-    (ids of files uploaded to the thread) become the message's in the same transaction."""
+    (ids of files uploaded to the thread) become the message's in the same transaction. A
+    schedule posts through here too (loom/schedule_firing.py): `origin="schedule"`, and
+    `scheduled` marks the message (which schedule, who made it, how late)."""
     session = work.session
     auth.require_subject()
     # The thread's lock first, so two concurrent messages cannot both start a run.
@@ -90,7 +93,7 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
             connection_id = await _resolve_run_connection(session, auth, agent)
             return await thread_queue.enqueue(work, auth, thread, agent.id, content, connection_id,
                                               agent_version=agent.version, message_id=message_id,
-                                              attachments=files)
+                                              attachments=files, origin=origin, scheduled=scheduled)
         if if_busy != "interrupt":
             busy_id = active.id if active is not None else queue_head
             state = active.state if active is not None else "queued"
@@ -102,7 +105,7 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
     if latest is not None and latest.state == AWAITING_INPUT:
         run = latest
         message = Message(id=message_id, thread_id=thread.id, run_id=run.id, seq=seq, role="user", content=content,
-                          attachments=files)
+                          attachments=files, scheduled=scheduled)
         session.add(message)
         asked = await session.scalar(select(ToolCall.id).where(
             ToolCall.run_id == run.id, ToolCall.kind == "ask", ToolCall.status == CALL_PENDING))
@@ -117,10 +120,10 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
     else:
         connection_id = await _resolve_run_connection(session, auth, agent)
         run_row = rows.run_row(auth, thread, agent_id=agent.id, agent_version=agent.version, state=RUNNING,
-                               connection_id=connection_id)
+                               connection_id=connection_id, origin=origin)
         now = run_row["created_at"]
         message_row = dict(id=message_id, thread_id=thread.id, run_id=run_row["id"], seq=seq, role="user",
-                           content=content, attachments=files, created_at=now)
+                           content=content, attachments=files, created_at=now, scheduled=scheduled)
         # Core inserts: the hottest write of the API, and the ORM unit of work cost more than
         # the two statements. The objects are only read back for the response.
         run = await work.insert_run(run_row, claim=True)

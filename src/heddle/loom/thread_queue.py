@@ -45,7 +45,7 @@ async def release_message(session, run: Run) -> Message | None:
         return None
     message = Message(id=queued.message_id, thread_id=run.thread_id, run_id=run.id,
                       seq=await rows.next_message_seq(session, run.thread_id), role="user", content=queued.content,
-                      attachments=queued.attachments, created_at=queued.created_at)
+                      attachments=queued.attachments, created_at=queued.created_at, scheduled=queued.scheduled)
     await session.execute(delete(QueuedMessage).where(QueuedMessage.id == queued.id))
     session.add(message)
     await session.flush()
@@ -91,17 +91,18 @@ async def queued_runs(session, thread_id: uuid.UUID) -> list[Run]:
 
 async def enqueue(work: RunWork, auth: AuthContext, thread: Thread, agent_id: str, content: str,
                   connection_id: uuid.UUID | None, *, agent_version: int = 1, message_id: uuid.UUID | None = None,
-                  attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                  attachments: list[dict[str, Any]] | None = None, origin: str = "api",
+                  scheduled: dict[str, Any] | None = None) -> dict[str, Any]:
     """A queued run and its stored message; it starts when the runs ahead of it have ended."""
     session = work.session
     position = len(await queued_runs(session, thread.id)) + 1
     row = rows.run_row(auth, thread, agent_id=agent_id, agent_version=agent_version, state=QUEUED,
-                       connection_id=connection_id, fence=0)
+                       connection_id=connection_id, fence=0, origin=origin)
     now = row["created_at"]
     row["control"] = {"queue": {"queued_at": iso(now), "position": position, "by": actor(auth)}}
     run = await work.insert_run(row)
     queued = QueuedMessage(thread_id=thread.id, run_id=run.id, message_id=message_id or uuid.uuid4(), content=content,
-                           attachments=attachments or None, created_at=now)
+                           attachments=attachments or None, created_at=now, scheduled=scheduled)
     session.add(queued)
     await session.flush()
     data = run_dict(run, latest=None, connection=None)

@@ -59,6 +59,21 @@ def attempts_of(attempts) -> list[dict[str, Any]]:
     return [attempt.as_dict() for attempt in attempts]
 
 
+def turn_row(run_id: uuid.UUID, turn_id: uuid.UUID, seq: int, turn: Any, reply: Any, cost: int,
+             extra: dict[str, Any]) -> dict[str, Any]:
+    """The `turns` row of a model turn that answered (engine.Turn, engine.Reply); `extra` goes
+    into its stored response (a structured reply's `output_error`)."""
+    response = reply.response
+    return {"id": turn_id, "run_id": run_id, "seq": seq, "model_class": turn.model_class.name,
+            "input_tokens": response.input_tokens, "output_tokens": response.output_tokens, "cost_micro": cost,
+            "request": {**stored_request(response.request, turn.conversation), "history": turn.history,
+                        **turn.toolset.trace()},
+            "response": {**response.response, "text": response.text, **extra,
+                         **({"nul_replaced": reply.nul_replaced} if reply.nul_replaced else {})},
+            "latency_ms": reply.latency_ms, "created_at": utcnow(),
+            "status": turn_status(response), "attempts": attempts_of(response.attempts)}
+
+
 def failed_turn_row(run_id: uuid.UUID, seq: int, model_class: ModelClass, exc: ModelProviderError,
                     history: dict[str, Any], latency_ms: float) -> dict[str, Any]:
     """The `turns` row of a model call that gave no usable reply: nothing billed, every attempt kept."""

@@ -266,9 +266,9 @@ export class Chat {
     } else if (stream) {
       this.streams.delete(message.id);
       el = stream.el;
-      this.view.finish(el, message.content);
+      this.view.finish(el, message.content, message.data);
     } else {
-      el = this.view.message(message.role, message.content, { id: message.id, run: message.run_id });
+      el = this.view.message(message.role, message.content, { id: message.id, run: message.run_id, data: message.data });
     }
     this.messages.set(message.id, el);
     this.emit("message", message);

@@ -3,7 +3,7 @@
 // is how a page themes it. No innerHTML anywhere: every text goes in as text, and a reply's
 // Markdown as the sanitized nodes markdown.js builds.
 import css from "./styles.css";
-import { renderStreaming, renderText } from "./text.js";
+import { label, renderStreaming, renderText } from "./text.js";
 
 let counter = 0;
 const uid = (prefix) => `${prefix}-${++counter}`;
@@ -133,7 +133,7 @@ export class View {
 
   /** A message bubble; `streaming` bubbles show the text as it arrives, hidden from screen
    * readers until the whole message replaces it (one announcement, not one per word). */
-  message(role, text, { id, pending, streaming, run } = {}) {
+  message(role, text, { id, pending, streaming, run, data } = {}) {
     const who = role === "user" ? "You" : "Assistant";
     const body = h("div", { class: "hc-text" });
     const el = h("div", { class: `hc-msg hc-${role === "user" ? "user" : "assistant"}`, "data-id": id, part: `message ${role}` },
@@ -145,6 +145,7 @@ export class View {
     // The person's own text as typed; a reply as Markdown (a streaming one without its JSON fields).
     if (role === "user") body.textContent = text;
     else if (streaming) renderStreaming(body, text);
+    else if (data && typeof data === "object") renderData(body, data);
     else renderText(body, text);
     if (pending) el.classList.add("hc-pending");
     el.dataset.run = run || "";
@@ -153,12 +154,13 @@ export class View {
   }
 
   /** The final text of a streamed bubble: a new node, so the log announces it once. */
-  finish(el, text) {
+  finish(el, text, data) {
     el.classList.remove("hc-streaming");
     const atEnd = this.nearEnd(); // the rendered reply may be taller (a result's fields): keep its end in view
     const old = el.querySelector(".hc-text");
     const body = h("div", { class: "hc-text" });
-    renderText(body, text);
+    if (data && typeof data === "object") renderData(body, data);
+    else renderText(body, text);
     old.replaceWith(body);
     if (atEnd) this.scrollToEnd();
   }
@@ -241,4 +243,20 @@ export class View {
     this.sendButton.setAttribute("aria-disabled", blocked ? "true" : "false");
     if (atEnd) this.scrollToEnd();
   }
+}
+
+// A structured reply (the agent's output schema) as a card of labelled fields, not raw JSON:
+// nested objects become nested lists, arrays one line per item.
+function renderData(body, data, depth = 0) {
+  const value = (v) => {
+    if (v === null || v === undefined) return h("span", { class: "hc-muted", text: "—" });
+    if (Array.isArray(v)) return h("ul", { class: "hc-data-list" }, v.map((item) => h("li", {}, value(item))));
+    if (typeof v === "object") return depth < 4 ? renderData(h("div", {}), v, depth + 1) : h("span", { text: JSON.stringify(v) });
+    if (typeof v === "boolean") return h("span", { text: v ? "Yes" : "No" });
+    return h("span", { text: String(v) });
+  };
+  const list = h("dl", { class: "hc-fields hc-data", part: "data" },
+    Object.entries(data).map(([k, v]) => [h("dt", { text: label(k) }), h("dd", {}, value(v))]));
+  body.append(list);
+  return body;
 }

@@ -18,6 +18,7 @@ from typing import Any
 
 import anthropic
 
+from heddle.loom.providers import output
 from heddle.loom.providers.base import (
     TRUNCATED_STOP_REASONS,
     ChatMessage,
@@ -105,6 +106,8 @@ def build_request(
             {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
             for tool in tools
         ]
+        if output.split(tools)[1] is not None:  # the reply's shape is a tool the model must end with
+            payload["tool_choice"] = {"type": "any"}
     return payload
 
 
@@ -161,6 +164,11 @@ def parse_response(
             calls.append(_tool_use(label, index, block))
     if dropped:
         body["heddle_dropped_tool_calls"] = dropped
+    shaped = [c for c in calls if c.name == output.OUTPUT_TOOL]
+    if shaped:  # the structured reply: its input is the answer, as JSON text (providers/output.py)
+        if len(calls) > len(shaped):
+            body["heddle_dropped_tool_calls"] = len(calls) - len(shaped)
+        texts, calls = [output.as_text(shaped[-1].arguments)], []
     text = "\n".join(texts) if texts else None
     tool_calls = tuple(calls)
 

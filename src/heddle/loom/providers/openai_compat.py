@@ -24,6 +24,7 @@ from typing import Any
 
 import openai
 
+from heddle.loom.providers import output
 from heddle.loom.providers.base import (
     TRUNCATED_STOP_REASONS,
     ChatMessage,
@@ -85,6 +86,7 @@ def build_request(
     model_class: ModelClass, messages: list[ChatMessage], tools: list[ToolSpec]
 ) -> dict[str, Any]:
     """The Chat Completions body for this turn; it is also what the trace stores as `request`."""
+    tools, schema = output.split(tools)  # an output schema is a response_format here (providers/output.py)
     payload: dict[str, Any] = {
         "model": model_class.model,
         "messages": [_wire_message(index, m) for index, m in enumerate(messages)],
@@ -105,6 +107,8 @@ def build_request(
             }
             for tool in tools
         ]
+    if schema is not None:
+        payload["response_format"] = output.response_format(schema)
     return payload
 
 

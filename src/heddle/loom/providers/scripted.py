@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from heddle.loom.providers import output
 from heddle.loom.providers.base import (
     ASK_USER_TOOL,
     ChatMessage,
@@ -84,6 +85,9 @@ class ScriptedProvider:
         stream: StreamSink | None = None,
     ) -> ModelResponse:
         reply = decide(messages, tools)
+        schema = output.split(tools)[1]
+        if schema is not None and reply.tool_call is None:  # a structured reply: the schema's example
+            reply = _Reply(text=output.as_text(output.example(schema)))
         if stream is not None:
             for piece in word_pieces(reply.text):  # word by word, like a model writing
                 await stream.delta(piece)

@@ -30,7 +30,8 @@ from heddle.loom.providers.base import ASK_USER_TOOL
 
 NAME_RULE = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 # Built-in tools, offered or planned: never a name another source may take.
-RESERVED_NAMES = frozenset({ASK_USER_TOOL, "identify", "remember", "forget", "schedule_followup"})
+RESERVED_NAMES = frozenset({ASK_USER_TOOL, "identify", "remember", "forget", "schedule_followup",
+                            "respond"})  # respond: a structured reply (providers/output.py)
 MAX_REPORTED_NAME = 80  # characters of a refused name kept in the trace
 
 

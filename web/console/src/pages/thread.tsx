@@ -2,6 +2,7 @@
 import { Badge, Card, Empty, ErrorBox, Loading, Markdown, PageHead, RawJson, useApi } from "../components";
 import { credits, short, when } from "../format";
 import { Link } from "../router";
+import { ScheduleList } from "./schedules";
 
 type Obj = Record<string, any>;
 
@@ -28,7 +29,8 @@ export function Thread({ ws, thread }: { ws: string; thread: string }) {
                   <div class="msg-meta"><strong>{m.role === "user" ? "User" : "Assistant"}</strong>
                     <time dateTime={m.created_at}>{when(m.created_at)}</time>
                     {m.run_id && <Link href={`/w/${ws}/runs/${m.run_id}`} class="small">run {short(m.run_id)}</Link>}</div>
-                  {m.role === "user" ? <div class="msg-text">{m.content}</div> : <Markdown text={m.content} class="msg-text" />}
+                  {m.scheduled && <div class="small muted">scheduled{m.scheduled.created_by === "agent" ? " by the agent" : ""}{m.scheduled.late ? `, ${Math.round(m.scheduled.late_seconds)} s late` : ""}</div>}
+                  {m.role === "user" ? <div class="msg-text">{m.content}</div> : m.data ? <RawJson value={m.data} label="Structured reply" /> : <Markdown text={m.content} class="msg-text" />}
                 </li>
               ))}
             </ol>
@@ -47,6 +49,7 @@ export function Thread({ ws, thread }: { ws: string; thread: string }) {
           )}
         </Card>
       </div>
+      <Card title="Schedules of this thread"><ScheduleList ws={ws} thread={thread} /></Card>
       <RawJson value={data} />
     </div>
   );
