@@ -25,9 +25,8 @@ from heddle.config import Settings
 from heddle.db.base import Database, utcnow
 from heddle.errors import HeddleError
 from heddle.loom import engine_sql as sql
-from heddle.loom import memory
+from heddle.loom import memory, structured_output
 from heddle.loom import queries as q
-from heddle.loom import structured_output
 from heddle.loom.approvals import initial_status
 from heddle.loom.channels import EventSink
 from heddle.loom.delta_writer import DeltaWriter

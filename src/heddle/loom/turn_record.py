@@ -20,6 +20,7 @@ import uuid
 from typing import Any
 
 from heddle.db.base import utcnow
+from heddle.loom.attachments.to_model import stored_request
 from heddle.loom.providers.base import ModelClass, ModelProviderError, ModelResponse
 
 TURN_OK = "ok"
