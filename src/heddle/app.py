@@ -21,6 +21,7 @@ from heddle.loom.events_routes import router as loom_events_router
 from heddle.loom.realtime_routes import router as realtime_router
 from heddle.loom.routes import router as loom_router
 from heddle.loom.routes_control import router as loom_control_router
+from heddle.loom.routes_feedback import router as loom_feedback_router
 from heddle.mcp_server import McpEndpoint
 from heddle.observability.logging import configure_logging
 from heddle.openapi import install_openapi
@@ -77,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(identify_router)
     app.include_router(loom_router)
     app.include_router(loom_control_router)
+    app.include_router(loom_feedback_router)
     app.include_router(loom_events_router)
     app.include_router(realtime_router)
     app.add_route("/mcp", McpEndpoint(), include_in_schema=False)  # Identify as an MCP server

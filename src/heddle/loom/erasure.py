@@ -24,6 +24,7 @@ from heddle.billing.models import LedgerEntry
 from heddle.db import dialect
 from heddle.errors import HeddleError
 from heddle.loom import queries as q
+from heddle.loom.feedback_models import MessageFeedback
 from heddle.loom.models import Message, QueuedMessage, Run, RunEventRow, Thread, ToolCall, Turn
 from heddle.loom.states import TERMINAL
 from heddle.loom.unit_of_work import RunWork
@@ -76,6 +77,7 @@ async def erase_threads(work: RunWork, workspace_id: str, thread_ids: list[uuid.
     await _redact_paths(session, workspace_id, [*thread_ids, *run_ids])
     await _delete_webhook_deliveries(session, workspace_id, thread_ids)
     await session.execute(delete(QueuedMessage).where(QueuedMessage.thread_id.in_(thread_ids)))
+    await session.execute(delete(MessageFeedback).where(MessageFeedback.thread_id.in_(thread_ids)))
     out.messages = (await session.execute(delete(Message).where(Message.thread_id.in_(thread_ids)))).rowcount
     if run_ids:
         out.runs = (await session.execute(delete(Run).where(Run.id.in_(run_ids)))).rowcount
