@@ -18,6 +18,8 @@ from heddle.runs_vocabulary import STATES
 
 EXPECTATIONS = ("contains", "not_contains", "regex", "tool_called", "not_tool_called", "state", "max_credits",
                 "judge")
+# Kept for the operator, never checked: what `heddle feedback export` writes beside a case.
+NOTES = ("answer", "feedback")
 MAX_CASES = 10_000
 MAX_MESSAGES = 50
 MAX_MESSAGE_CHARS = 32_000  # a posted message's own cap
@@ -96,7 +98,7 @@ def parse_case(text: str, line: int) -> Case:
         raise ValueError(f"not JSON ({e.msg} at column {e.colno})") from None
     if not isinstance(data, dict):
         raise ValueError("a case must be a JSON object")
-    unknown = set(data) - {"name", "messages", "expect"}
+    unknown = set(data) - {"name", "messages", "expect", *NOTES}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))} (a case has name, messages, expect)")
     name = data.get("name", f"line {line}")
