@@ -86,14 +86,16 @@ def _run(url: str, workspace: str, agent_id: str, dataset: str, cases: list, ver
             judge = judge_with(container.registry)
             started = time.monotonic()
             outcomes = await runner.run(container.db, container.uow, runner.Target(workspace, found.id, tested),
-                                        cases, concurrency=concurrency, judge=judge, timeout=timeout)
+                                        cases, concurrency=concurrency, judge=judge, timeout=timeout,
+                                        signals=container.run_events.signals)
             wall = time.monotonic() - started
             results = [report.case_result(workspace, c, o) for c, o in zip(cases, outcomes, strict=True)]
             baseline = None
             if baseline_version is not None:
                 base = await runner.run(container.db, container.uow,
                                         runner.Target(workspace, found.id, baseline_version), cases,
-                                        concurrency=concurrency, judge=judge, timeout=timeout)
+                                        concurrency=concurrency, judge=judge, timeout=timeout,
+                                        signals=container.run_events.signals)
                 baseline = [report.case_result(workspace, c, o) for c, o in zip(cases, base, strict=True)]
             regressions = report.compare(results, baseline)
             result = {"summary": report.summary(results, regressions, version=tested,

@@ -11,6 +11,7 @@ decide, and the eval goes on with the other cases. `concurrency` cases run at on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -24,6 +25,7 @@ from heddle.db.base import Database
 from heddle.errors import HeddleError
 from heddle.loom import service
 from heddle.loom.evals.dataset import Case
+from heddle.loom.event_signals import RunEventSignals
 from heddle.loom.evals.expectations import Outcome
 from heddle.loom.models import Message, Run, ToolCall
 from heddle.loom.unit_of_work import RunUnitOfWork
@@ -31,7 +33,7 @@ from heddle.money import to_credits
 from heddle.runs_vocabulary import AWAITING_INPUT, CLOSED, ORIGIN_EVAL, SETTLED
 from heddle.workspaces.models import Workspace
 
-POLL_SECONDS = 0.01
+POLL_SECONDS = 0.25  # with no wake-up (another process's commit without a shared bus)
 CASE_TIMEOUT_SECONDS = 120.0
 # What a case's judge is given: the case and its outcome; it sets `outcome.judge`.
 JudgeCall = Callable[[Case, Outcome], Awaitable[None]]
@@ -44,14 +46,28 @@ class Target:
     version: int
 
 
-async def _settled(db: Database, run_id: str, deadline: float) -> str:
+async def _settled(db: Database, signals: RunEventSignals | None, run_id: str, deadline: float) -> str:
+    """The run's state once it settles (or at the deadline): woken by this process's commits of
+    the run's events (the executor here) or the shared bus (workers), and polling meanwhile."""
     rid = uuid.UUID(run_id)
-    while True:
-        async with db.session() as session:
-            state = await session.scalar(select(Run.state).where(Run.id == rid))
-        if state in SETTLED or time.monotonic() > deadline:
-            return state
-        await asyncio.sleep(POLL_SECONDS)
+    waiter = signals.subscribe(rid) if signals is not None else None
+    try:
+        while True:
+            if waiter is not None:
+                waiter.event.clear()  # before the read: a commit after it wakes the wait below
+            async with db.session() as session:
+                state = await session.scalar(select(Run.state).where(Run.id == rid))
+            left = deadline - time.monotonic()
+            if state in SETTLED or left <= 0:
+                return state
+            if waiter is None:
+                await asyncio.sleep(POLL_SECONDS)
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter.event.wait(), min(left, POLL_SECONDS))
+    finally:
+        if waiter is not None:
+            signals.unsubscribe(rid, waiter)
 
 
 async def _read_outcome(db: Database, thread_id: uuid.UUID, outcome: Outcome) -> None:
@@ -75,7 +91,8 @@ async def _read_outcome(db: Database, thread_id: uuid.UUID, outcome: Outcome) ->
 
 
 async def run_case(db: Database, uow: RunUnitOfWork, auth_of: Callable[[str], AuthContext], target: Target,
-                   case: Case, *, timeout: float = CASE_TIMEOUT_SECONDS) -> Outcome:
+                   case: Case, *, timeout: float = CASE_TIMEOUT_SECONDS,
+                   signals: RunEventSignals | None = None) -> Outcome:
     """One case in a fresh thread of a fresh test subject; its Outcome."""
     outcome = Outcome()
     started = time.monotonic()
@@ -92,7 +109,7 @@ async def run_case(db: Database, uow: RunUnitOfWork, auth_of: Callable[[str], Au
         except HeddleError as e:
             outcome.error = f"{e.code}: message {number} refused: {e.message}"
             break
-        state = await _settled(db, accepted["run_id"], deadline)
+        state = await _settled(db, signals, accepted["run_id"], deadline)
         if state not in SETTLED:
             outcome.error = f"timeout: the run was still {state} after {timeout:g}s"
             break
@@ -105,7 +122,8 @@ async def run_case(db: Database, uow: RunUnitOfWork, auth_of: Callable[[str], Au
 
 
 async def run(db: Database, uow: RunUnitOfWork, target: Target, cases: list[Case], *, concurrency: int,
-              judge: JudgeCall | None = None, timeout: float = CASE_TIMEOUT_SECONDS) -> list[Outcome]:
+              judge: JudgeCall | None = None, timeout: float = CASE_TIMEOUT_SECONDS,
+              signals: RunEventSignals | None = None) -> list[Outcome]:
     """Every case's Outcome, in the dataset's order, `concurrency` cases at once."""
     async with db.session() as session:
         ws = await session.get(Workspace, target.workspace_id)
@@ -122,7 +140,7 @@ async def run(db: Database, uow: RunUnitOfWork, target: Target, cases: list[Case
     async def one(case: Case) -> Outcome:
         async with gate:
             try:
-                outcome = await run_case(db, uow, auth_of, target, case, timeout=timeout)
+                outcome = await run_case(db, uow, auth_of, target, case, timeout=timeout, signals=signals)
             except Exception as e:  # noqa: BLE001 - one case's crash is its own failure, the eval goes on
                 outcome = Outcome(error=f"internal_error: {type(e).__name__}: {e}")
             if judge is not None and "judge" in case.expect:
