@@ -17,6 +17,8 @@ import { AgentPage } from "./pages/agent";
 import { AgentsPage } from "./pages/settings_agents";
 import { Threads } from "./pages/threads";
 import { OverviewPage } from "./pages/overview";
+import { FeedbackPage } from "./pages/feedback";
+import { EvalsPage } from "./pages/evals";
 
 export interface Me { id: string; email: string; csrf_token: string }
 interface Workspace { id: string; name: string; balance_credits: number }
@@ -48,7 +50,7 @@ export function App() {
 }
 
 const NAV = [
-  ["overview", "Overview"], ["runs", "Runs"], ["threads", "Threads"], ["agents", "Agents"], ["ledger", "Ledger"], ["requests", "Request log"],
+  ["overview", "Overview"], ["runs", "Runs"], ["threads", "Threads"], ["agents", "Agents"], ["feedback", "Feedback"], ["evals", "Evals"], ["ledger", "Ledger"], ["requests", "Request log"],
   ["identify", "Identify"], ["settings", "Settings"],
 ] as const;
 
@@ -124,6 +126,8 @@ function Page({ path }: { path: string }): ComponentChildren {
   if ((m = match("/w/:ws/threads", path))) return <Threads ws={m.ws} />;
   if ((m = match("/w/:ws/threads/:thread", path))) return <Thread ws={m.ws} thread={m.thread} />;
   if ((m = match("/w/:ws/agents", path))) return <AgentsPage ws={m.ws} />;
+  if ((m = match("/w/:ws/feedback", path))) return <FeedbackPage ws={m.ws} />;
+  if ((m = match("/w/:ws/evals", path))) return <EvalsPage ws={m.ws} />;
   if ((m = match("/w/:ws/ledger", path))) return <Ledger ws={m.ws} />;
   if ((m = match("/w/:ws/requests", path))) return <Requests ws={m.ws} />;
   if ((m = match("/w/:ws/identify", path))) return <Identify ws={m.ws} />;
