@@ -23,6 +23,7 @@ from heddle.loom.memory_routes import router as memory_router
 from heddle.loom.realtime_routes import router as realtime_router
 from heddle.loom.routes import router as loom_router
 from heddle.loom.routes_control import router as loom_control_router
+from heddle.loom.routes_feedback import router as loom_feedback_router
 from heddle.loom.routes_schedules import router as loom_schedules_router
 from heddle.mcp_server import McpEndpoint
 from heddle.observability.logging import configure_logging
@@ -80,6 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(identify_router)
     app.include_router(loom_router)
     app.include_router(loom_control_router)
+    app.include_router(loom_feedback_router)
     app.include_router(loom_events_router)
     app.include_router(attachments_router)
     app.include_router(memory_router)

@@ -52,7 +52,7 @@ from heddle.webhooks.dispatcher import WebhookDispatcher
 
 log = get_logger(__name__)
 
-Role = Literal["serve", "worker"]
+Role = Literal["serve", "worker", "eval"]  # eval: `heddle eval run`, which executes its own cases
 
 
 class RunExecutor(RunSubmitter, Protocol):
@@ -204,11 +204,12 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
         signals.listeners.append(webhooks.wake)  # a committed run change may owe one
     executor: RunExecutor | None = None
     if queue_mode:
-        executor = QueueSubmitter() if role == "serve" else None
-    elif role == "serve":
+        executor = QueueSubmitter() if role in ("serve", "eval") else None
+    elif role in ("serve", "eval"):
+        # An eval never reclaims the runs a server on the same SQLite file is executing.
         executor = InProcessExecutor(db, engine, metrics, concurrency=s.run_concurrency,
                                      lease_seconds=s.run_lease_seconds, sweep_interval=s.run_sweep_seconds,
-                                     reclaim_all_on_start=db.is_sqlite)
+                                     reclaim_all_on_start=db.is_sqlite and role == "serve")
     if executor is not None:
         uow.submit_to(executor)  # new runs, resumed runs and a thread's next queued run start here
     retention_pruner: RetentionPruner | None = None

@@ -41,7 +41,9 @@ RUN_UPDATED = "run.updated"
 MESSAGE_CREATED = "message.created"
 # One streamed piece of an answer.
 DELTA_EVENT = "message.delta"
-RUN_EVENTS = (RUN_UPDATED, MESSAGE_CREATED, DELTA_EVENT)
+# A subject rated one of the run's answers, or withdrew its rating (also a webhook).
+MESSAGE_FEEDBACK = "message.feedback"
+RUN_EVENTS = (RUN_UPDATED, MESSAGE_CREATED, DELTA_EVENT, MESSAGE_FEEDBACK)
 # Not a run's: a thread erased (its channel's last event).
 THREAD_DELETED = "thread.deleted"
 # A stored row of several consecutive `message.delta` pieces (`pack`): whoever reads a row

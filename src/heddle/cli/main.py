@@ -26,6 +26,8 @@ from heddle.cli.workspace_admin import agent_app, connection_app, credits_app, k
 class Commands(LazyGroup):
     lazy = {  # name: ("module:Typer app", its line in `heddle --help`), imported when used
         "identify": ("heddle.identify.cli:app", "Identify directories: import official files, show coverage."),
+        "eval": ("heddle.cli.evals:app", "Evals: run a dataset of conversations against an agent version."),
+        "feedback": ("heddle.cli.feedback:app", "End users' feedback: export rated conversations as eval cases."),
     }
 
 

@@ -1,11 +1,12 @@
 """Erasing threads: one thread (DELETE /threads/{id}), a person (DELETE /subjects/{subject}) and
 retention (threads idle longer than the workspace's `retention_days`, loom/retention.py).
 
-Erasure removes every row of the thread: its messages, queued messages, runs, turns, tool
-calls, attachments (metadata and bytes), schedules and the thread's summaries (erasing a person
-also erases the facts agents remember about them, loom/memory.py). Money is kept: ledger rows
-stay with their amounts (the balance still equals the ledger sum), but their references to the
-erased run, turn or tool call are cut. Request-log rows of the workspace keep their status and latency but lose the run reference and the ids in their
+Erasure removes every row of the thread: its messages and their feedback, queued messages,
+runs, turns, tool calls, attachments (metadata and bytes), schedules and the thread's summaries
+(erasing a person also erases the facts agents remember about them, loom/memory.py). Money is
+kept: ledger rows stay with their amounts (the balance still equals the ledger sum), but their
+references to the erased run, turn or tool call are cut. Request-log rows of the workspace keep
+their status and latency but lose the run reference and the ids in their
 path. Webhook deliveries about the thread's runs (their bodies hold the Run, its reply and
 question text included) are deleted with their attempts, delivered or still pending: a pending
 one is never sent. A table added later that holds thread data must be added here.
@@ -26,6 +27,7 @@ from heddle.db import dialect
 from heddle.errors import HeddleError
 from heddle.loom import queries as q
 from heddle.loom.attachments.store import erase_for_threads as erase_attachments
+from heddle.loom.feedback_models import MessageFeedback
 from heddle.loom.memory_models import Memory, ThreadSummary
 from heddle.loom.models import Message, QueuedMessage, Run, RunEventRow, Schedule, Thread, ToolCall, Turn
 from heddle.loom.states import TERMINAL
@@ -87,6 +89,7 @@ async def erase_threads(work: RunWork, workspace_id: str, thread_ids: list[uuid.
     out.summaries = (await session.execute(
         delete(ThreadSummary).where(ThreadSummary.thread_id.in_(thread_ids)))).rowcount
     await session.execute(delete(Schedule).where(Schedule.thread_id.in_(thread_ids)))  # they never fire
+    await session.execute(delete(MessageFeedback).where(MessageFeedback.thread_id.in_(thread_ids)))
     out.messages = (await session.execute(delete(Message).where(Message.thread_id.in_(thread_ids)))).rowcount
     if run_ids:
         out.runs = (await session.execute(delete(Run).where(Run.id.in_(run_ids)))).rowcount

@@ -16,7 +16,7 @@ from sqlalchemy import bindparam, select
 from heddle.loom import event_log
 from heddle.loom.models import RunEventRow
 from heddle.loom.run_event import RunEvent
-from heddle.runs_vocabulary import RUN_UPDATED
+from heddle.runs_vocabulary import MESSAGE_FEEDBACK, RUN_UPDATED
 from heddle.webhooks import outbox as webhooks
 from heddle.webhooks import run_rule
 
@@ -59,14 +59,18 @@ async def _enqueue_webhooks(session, workspace_id: str, run_id: uuid.UUID, event
     """The deliveries the webhook rule owes for these events, given the run's last stored
     update; True if any. `has_endpoint`: already known in this transaction, else asked."""
     updates = [event.payload for event in events if event.name == RUN_UPDATED]
-    if not run_rule.may_owe(updates):
+    # A rating of one of the run's answers is a webhook of its own (issue 46), whatever the state.
+    feedback = [(MESSAGE_FEEDBACK, event.payload) for event in events if event.name == MESSAGE_FEEDBACK]
+    if not run_rule.may_owe(updates) and not feedback:
         return False
     if has_endpoint is None:
         has_endpoint = await webhooks.has_endpoint(session, workspace_id)
     if not has_endpoint:
         return False
-    previous = await session.scalar(_LAST_UPDATE, {"rid": run_id})
-    deliveries = run_rule.owed((previous or {}).get("state"), updates)
+    deliveries = list(feedback)
+    if run_rule.may_owe(updates):
+        previous = await session.scalar(_LAST_UPDATE, {"rid": run_id})
+        deliveries += run_rule.owed((previous or {}).get("state"), updates)
     for event_type, data in deliveries:
         webhooks.enqueue(session, workspace_id, event_type, data)
     return bool(deliveries)

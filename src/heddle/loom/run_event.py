@@ -20,7 +20,8 @@ from pydantic import BaseModel
 from heddle.loom.channels import payload, thread_channel
 from heddle.loom.schemas import Message as MessageModel
 from heddle.loom.schemas import Run as RunModel
-from heddle.runs_vocabulary import MESSAGE_CREATED, RUN_EVENTS, RUN_UPDATED, THREAD_DELETED
+from heddle.loom.feedback_schemas import Feedback as FeedbackModel
+from heddle.runs_vocabulary import MESSAGE_CREATED, MESSAGE_FEEDBACK, RUN_EVENTS, RUN_UPDATED, THREAD_DELETED
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,12 @@ def run_updated(thread_id: uuid.UUID, run: dict[str, Any] | BaseModel) -> RunEve
 def message_created(thread_id: uuid.UUID, message: dict[str, Any] | BaseModel) -> RunEvent:
     data = payload(MessageModel, message)
     return RunEvent(MESSAGE_CREATED, data, thread_id, _uuid(data.get("run_id")))
+
+
+def message_feedback(thread_id: uuid.UUID, feedback: dict[str, Any]) -> RunEvent:
+    """A subject rated (or withdrew its rating of) an answer of the run: stored in its log."""
+    data = payload(FeedbackModel, feedback)
+    return RunEvent(MESSAGE_FEEDBACK, data, thread_id, _uuid(data.get("run_id")))
 
 
 def thread_deleted(thread_id: uuid.UUID, why: str) -> RunEvent:

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from typing_extensions import TypeAliasType
 
 from heddle.api.envelope import Credits, NullableTimestamp, ReadModel, Timestamp, UUIDStr
+from heddle.loom.feedback_schemas import Feedback, MessageRating
 from heddle.runs_vocabulary import CALL_STATUSES
 
 AgentId = Annotated[str, StringConstraints(pattern=r"^agent_[a-z0-9]{1,60}$")]
@@ -141,6 +142,8 @@ class Message(ReadModel):
     data: dict[str, Any] | None = None
     scheduled: ScheduledMark | None = None  # posted by a schedule (loom/schedule_firing.py)
     created_at: Timestamp
+    feedback: MessageRating | None = Field(None, description=(
+        "The subject's own rating of an assistant message (in the thread's message list only)."))
 
 
 class Outcome(ReadModel):
@@ -302,6 +305,8 @@ class Trace(Run):
     api_calls_total: int = Field(description="Every attributed call; may exceed the length of `api_calls`.")
     control: dict[str, Any] = Field(description="Run control: queued/started, cancelled or interrupted, by whom "
                                                 "and when (see docs/run-control.md).")
+    feedback: list[Feedback] = Field(default_factory=list, description=(
+        "End users' ratings of the run's answers (POST /v1/loom/messages/{message_id}/feedback)."))
 
 
 class MessageAccepted(ReadModel):

@@ -32,6 +32,7 @@ from heddle.loom.states import (
 )
 from heddle.loom.unit_of_work import RunWork
 from heddle.loom.views import render_run
+from heddle.runs_vocabulary import ORIGIN_API
 from heddle.workspaces.service import resolve_connection
 
 _INSERT_MESSAGE = insert(Message.__table__)
@@ -73,12 +74,14 @@ async def _resolve_run_connection(session: AsyncSession, auth: AuthContext, agen
 
 async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content: str,
                        if_busy: str = "reject", attachments: AttachmentRules | None = None, *,
-                       origin: str = "api", scheduled: dict[str, Any] | None = None) -> dict[str, Any]:
+                       origin: str = ORIGIN_API, scheduled: dict[str, Any] | None = None,
+                       agent_version: int | None = None) -> dict[str, Any]:
     """A user message: starts a run (inserted already claimed by the in-process executor when it
     has a slot), answers the run awaiting input, or waits its turn (`if_busy`). Its attachments
-    (ids of files uploaded to the thread) become the message's in the same transaction. A
-    schedule posts through here too (loom/schedule_firing.py): `origin="schedule"`, and
-    `scheduled` marks the message (which schedule, who made it, how late)."""
+    (ids of files uploaded to the thread) become the message's in the same transaction. `origin`
+    marks a run started another way than the API: a schedule (loom/schedule_firing.py, with
+    `scheduled` marking the message: which schedule, who made it, how late), an eval case or the
+    console's playground (with `agent_version`, default the agent's current one)."""
     session = work.session
     auth.require_subject()
     # The thread's lock first, so two concurrent messages cannot both start a run.
@@ -92,7 +95,7 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
         if if_busy == "enqueue":
             connection_id = await _resolve_run_connection(session, auth, agent)
             return await thread_queue.enqueue(work, auth, thread, agent.id, content, connection_id,
-                                              agent_version=agent.version, message_id=message_id,
+                                              agent_version=agent_version or agent.version, message_id=message_id,
                                               attachments=files, origin=origin, scheduled=scheduled)
         if if_busy != "interrupt":
             busy_id = active.id if active is not None else queue_head
@@ -119,8 +122,8 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
         await session.flush()
     else:
         connection_id = await _resolve_run_connection(session, auth, agent)
-        run_row = rows.run_row(auth, thread, agent_id=agent.id, agent_version=agent.version, state=RUNNING,
-                               connection_id=connection_id, origin=origin)
+        run_row = rows.run_row(auth, thread, agent_id=agent.id, agent_version=agent_version or agent.version,
+                               state=RUNNING, connection_id=connection_id, origin=origin)
         now = run_row["created_at"]
         message_row = dict(id=message_id, thread_id=thread.id, run_id=run_row["id"], seq=seq, role="user",
                            content=content, attachments=files, created_at=now, scheduled=scheduled)

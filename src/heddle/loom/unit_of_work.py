@@ -256,6 +256,10 @@ class RunWork:
         assert not self.staged, "an event recorded after staging would never be stored"
         self.events.append(run_event.run_updated(thread_id, run))
 
+    def message_feedback(self, thread_id: uuid.UUID, feedback: dict[str, Any]) -> None:
+        assert not self.staged, "an event recorded after staging would never be stored"
+        self.events.append(run_event.message_feedback(thread_id, feedback))
+
     def thread_deleted(self, thread_id: uuid.UUID, why: str) -> None:
         self.events.append(run_event.thread_deleted(thread_id, why))
 

@@ -14,6 +14,7 @@ from sqlalchemy import Select, and_, bindparam, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle.auth.context import AuthContext
+from heddle.loom import feedback
 from heddle.loom import queries as q
 from heddle.loom.models import Message, Run, Thread, ToolCall
 from heddle.loom.serializers import message_dict, run_dict, thread_dict, turn_dict
@@ -83,7 +84,12 @@ async def list_messages(session: AsyncSession, auth: AuthContext, thread_id: str
         query = query.where(Message.seq > q.decode_seq_cursor(after))
     rows = list(await session.scalars(query.order_by(Message.seq).limit(limit + 1)))
     rows, cursor = q.page(rows, limit, lambda m: (m.seq,))
-    return {"items": [message_dict(m) for m in rows], "next_cursor": cursor}
+    rated = await feedback.of_messages(session, thread.subject, [m.id for m in rows if m.role == "assistant"])
+    items = [message_dict(m) for m in rows]
+    for item, m in zip(items, rows, strict=True):
+        if m.id in rated:
+            item["feedback"] = rated[m.id]
+    return {"items": items, "next_cursor": cursor}
 
 
 async def get_run(session: AsyncSession, auth: AuthContext, run_id: str) -> dict[str, Any]:
@@ -109,5 +115,6 @@ async def get_trace(session: AsyncSession, auth: AuthContext, run_id: str) -> di
         "api_calls_total": int(total or 0),
         # Run control (loom/cancellation.py): queued/started, cancelled or interrupted, by whom and when.
         "control": run.control or {},
+        "feedback": await feedback.of_run(session, run.id),
     })
     return data

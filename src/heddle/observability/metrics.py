@@ -126,6 +126,11 @@ class Metrics:
             "heddle_tools_refused_total", "Tools not offered to a model, by reason (invalid_name, "
             "reserved_name, tool_name_clash, tools_over_turn_limit)", ["reason"], registry=self.registry,
         )
+        # End users' ratings of answers (loom/routes_feedback.py): by agent and rating, no subject.
+        self.feedback = Counter(
+            "heddle_feedback_total", "Ratings of assistant messages given by end users, by agent and rating",
+            ["agent", "rating"], registry=self.registry,
+        )
         # Webhook deliveries (webhooks/dispatcher.py): outcome is delivered | retry | failed.
         self.webhook_deliveries = Counter(
             "heddle_webhook_deliveries_total", "Webhook delivery attempts by outcome (delivered, retry, failed)",

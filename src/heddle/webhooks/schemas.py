@@ -9,7 +9,7 @@ from typing_extensions import TypeAliasType
 
 from heddle.api.envelope import NullableTimestamp, ReadModel, Timestamp
 
-WEBHOOK_TYPES = ("run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome")
+WEBHOOK_TYPES = ("run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome", "message.feedback")
 # Each enum declared once (one named component, as heddle.loom.schemas does for RunState).
 WebhookEventType = TypeAliasType("WebhookEventType", Literal[WEBHOOK_TYPES])
 DeliveryState = TypeAliasType("DeliveryState", Literal["pending", "delivered", "failed"])

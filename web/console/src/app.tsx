@@ -18,6 +18,8 @@ import { AgentsPage } from "./pages/settings_agents";
 import { Threads } from "./pages/threads";
 import { OverviewPage } from "./pages/overview";
 import { Schedules } from "./pages/schedules";
+import { FeedbackPage } from "./pages/feedback";
+import { EvalsPage } from "./pages/evals";
 
 export interface Me { id: string; email: string; csrf_token: string }
 interface Workspace { id: string; name: string; balance_credits: number }
@@ -49,7 +51,7 @@ export function App() {
 }
 
 const NAV = [
-  ["overview", "Overview"], ["runs", "Runs"], ["threads", "Threads"], ["schedules", "Schedules"], ["agents", "Agents"], ["ledger", "Ledger"], ["requests", "Request log"],
+  ["overview", "Overview"], ["runs", "Runs"], ["threads", "Threads"], ["schedules", "Schedules"], ["agents", "Agents"], ["feedback", "Feedback"], ["evals", "Evals"], ["ledger", "Ledger"], ["requests", "Request log"],
   ["identify", "Identify"], ["settings", "Settings"],
 ] as const;
 
@@ -126,6 +128,8 @@ function Page({ path }: { path: string }): ComponentChildren {
   if ((m = match("/w/:ws/threads/:thread", path))) return <Thread ws={m.ws} thread={m.thread} />;
   if ((m = match("/w/:ws/schedules", path))) return <Schedules ws={m.ws} />;
   if ((m = match("/w/:ws/agents", path))) return <AgentsPage ws={m.ws} />;
+  if ((m = match("/w/:ws/feedback", path))) return <FeedbackPage ws={m.ws} />;
+  if ((m = match("/w/:ws/evals", path))) return <EvalsPage ws={m.ws} />;
   if ((m = match("/w/:ws/ledger", path))) return <Ledger ws={m.ws} />;
   if ((m = match("/w/:ws/requests", path))) return <Requests ws={m.ws} />;
   if ((m = match("/w/:ws/identify", path))) return <Identify ws={m.ws} />;
