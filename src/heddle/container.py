@@ -29,6 +29,7 @@ from heddle.loom.providers.registry import ModelRegistry
 from heddle.loom.retention import RetentionPruner
 from heddle.loom.run_event import sent_by_database
 from heddle.loom.tools import ToolKinds
+from heddle.loom.tools.client import ClientTool
 from heddle.loom.tools.hosted import HostedTool, ToolHostAccess
 from heddle.loom.tools.identify import IdentifyTool
 from heddle.loom.tools.mcp import McpServers, McpTool
@@ -184,6 +185,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     mcp = McpServers(hosted, McpClient(outbound, ttl=s.mcp_tools_ttl_seconds, limits=McpLimits.from_settings(s),
                                        metrics=metrics))
     tools = ToolKinds(IdentifyTool(charging, request_log), McpTool(mcp, uow), HostedTool(hosted, uow),
+                      ClientTool(),
                       max_tools=s.tools_max_per_turn, max_schema_bytes=s.tools_max_schema_bytes, metrics=metrics)
     engine = RunEngine(db, s, registry, tools, lambda: events, metrics, deltas=run_events, uow=uow)
     webhooks: WebhookDispatcher | None = None

@@ -53,6 +53,7 @@ _CODES = [
     ErrorCode("invalid_state_transition", 409, "The run cannot move to that state from its current one."),
     ErrorCode("run_terminal", 409, "The run already ended (closed, or failed other than by a cancel); it cannot be cancelled."),
     ErrorCode("run_not_awaiting_approval", 409, "The run is not waiting for an approval of that tool call."),
+    ErrorCode("agui_nothing_to_run", 400, "An AG-UI RunAgentInput with no user message, tool result or resume entry after the agent's last message: nothing to run."),
     # --- console (operators; /console/api) ---
     ErrorCode("console_unauthenticated", 401, "No operator session, or it expired or ended: open a new login link (heddle operator login-link)."),
     ErrorCode("csrf_failed", 403, "A console change without the session's X-CSRF-Token, or from another Origin."),

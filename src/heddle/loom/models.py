@@ -132,6 +132,9 @@ class Run(Base):
     traceparent: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # What started the run: one of runs_vocabulary.RUN_ORIGINS (`api` for a posted message).
     origin: Mapped[str] = mapped_column(String(16), default="api", server_default="api")
+    # The caller's own front-end tools offered for this run (AG-UI `tools`: loom/tools/client.py),
+    # each `{name, description, parameters}`; None for a run without any.
+    client_tools: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     opened_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

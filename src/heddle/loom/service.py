@@ -31,6 +31,7 @@ from heddle.loom.states import (
 )
 from heddle.loom.unit_of_work import RunWork
 from heddle.loom.views import render_run
+from heddle.runs_vocabulary import ORIGIN_API
 from heddle.workspaces.service import resolve_connection
 
 _INSERT_MESSAGE = insert(Message.__table__)
@@ -71,9 +72,11 @@ async def _resolve_run_connection(session: AsyncSession, auth: AuthContext, agen
 
 
 async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content: str,
-                       if_busy: str = "reject") -> dict[str, Any]:
+                       if_busy: str = "reject", *, origin: str = ORIGIN_API,
+                       run_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """A user message: starts a run (inserted already claimed by the in-process executor when it
-    has a slot), answers the run awaiting input, or waits its turn (`if_busy`)."""
+    has a slot), answers the run awaiting input, or waits its turn (`if_busy`). `origin`: what
+    started a new run (runs_vocabulary.ORIGIN_*); `run_extra`: more columns of a new run."""
     session = work.session
     auth.require_subject()
     # The thread's lock first, so two concurrent messages cannot both start a run.
@@ -111,7 +114,7 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
     else:
         connection_id = await _resolve_run_connection(session, auth, agent)
         run_row = rows.run_row(auth, thread, agent_id=agent.id, agent_version=agent.version, state=RUNNING,
-                               connection_id=connection_id)
+                               connection_id=connection_id, origin=origin, **(run_extra or {}))
         now = run_row["created_at"]
         message_row = dict(id=uuid.uuid4(), thread_id=thread.id, run_id=run_row["id"], seq=seq, role="user",
                            content=content, created_at=now)

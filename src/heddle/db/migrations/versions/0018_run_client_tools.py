@@ -1,0 +1,25 @@
+"""runs: `client_tools`, the caller's own front-end tools offered for the run (AG-UI `tools`),
+whose calls the run waits on until the caller answers them (issue 47)
+
+Revision ID: 0018
+Revises: 0013
+Create Date: 2026-11-27 15:00:00
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0018"
+down_revision = "0013"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("runs") as batch:
+        batch.add_column(sa.Column("client_tools", sa.JSON(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("runs") as batch:
+        batch.drop_column("client_tools")
