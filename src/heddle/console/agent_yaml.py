@@ -36,4 +36,6 @@ def agent_yaml(definition: dict[str, Any]) -> str:
     data = {"name": definition["name"], "model_class": definition["model_class"],
             "instructions": definition.get("instructions") or "",
             "tools": [_tool(t) for t in definition.get("tools") or []]}
+    if definition.get("a2a"):  # publishing over A2A (heddle/interop/)
+        data["a2a"] = definition["a2a"]
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

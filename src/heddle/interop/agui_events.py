@@ -20,6 +20,8 @@ in the embedded and the PostgreSQL layout alike); `Translator` turns each batch 
 | `run.updated` failed (cancelled)              | RUN_FINISHED, outcome cancelled                           |
 | `run.updated` failed                          | RUN_ERROR (the run's error code and message)              |
 
+The request's stream ends there (`run_follow.settles`).
+
 Tool calls are not events of the run's log: the calls are read from the database when the log
 says something happened after them (a new message, an update of the run), one read each time.
 """
@@ -54,9 +56,9 @@ from ag_ui.encoder import EventEncoder
 from sqlalchemy import select
 
 from heddle.db.base import Database
+from heddle.interop.run_follow import HEARTBEAT, FollowedRun, settles
 from heddle.loom.models import ToolCall
 from heddle.loom.run_event import RunEvent
-from heddle.loom.sse import RunEventStream
 from heddle.runs_vocabulary import (
     AWAITING_INPUT,
     AWAITING_OUTCOME,
@@ -66,8 +68,6 @@ from heddle.runs_vocabulary import (
     DELTA_EVENT,
     FAILED,
     MESSAGE_CREATED,
-    RUN_UPDATED,
-    SETTLED,
 )
 
 PROTOCOL_VERSION = "1.0"
@@ -209,7 +209,7 @@ class Translator:
                         out.append(TextMessageContentEvent(message_id=message_id, delta=data["content"]))
                     out.append(TextMessageEndEvent(message_id=message_id))
                     self.ended_messages.add(message_id)
-            elif event.name == RUN_UPDATED and (event.seq or 0) > after and data.get("state") in SETTLED:
+            elif settles(event, after):
                 await self._finish(data, out)
                 break
         return out
@@ -223,45 +223,17 @@ class Translator:
         return out
 
 
-class AgUiRunStream(RunEventStream):
-    """loom/sse.py's stream of the run's stored events, ending at the run's first settled
-    `run.updated` after `after` (closed, failed, or waiting for the caller), whose batches go
-    to the translator rather than out as Heddle frames."""
-
-    _MARK = ""  # a batch is ready (RunEventStream yields what `_frames` appended, joined)
-
-    def __init__(self, *args: Any, translator: Translator, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.after = self.cursor
-        self.translator = translator
-        self.inbox: list[RunEvent] = []
-
-    def _frames(self, rows: list[RunEvent], out: list[str]) -> bool:
-        ends = False
-        for event in rows:
-            self.inbox.append(event)
-            self.cursor = event.seq
-            if (event.name == RUN_UPDATED and event.seq > self.after
-                    and event.payload.get("state") in SETTLED):
-                ends = True
-                break
-        if rows:
-            out.append(self._MARK)
-        return ends
-
-    async def agui(self, heddle_thread: uuid.UUID) -> AsyncIterator[str]:
-        encoder = EventEncoder()
-        yield "".join(encoder.encode(e) for e in self.translator.started(heddle_thread))
-        async for chunk in self.events():
-            if chunk.startswith(":"):
-                yield chunk  # a heartbeat comment keeps proxies open; AG-UI clients skip it
-                continue
-            if chunk.startswith("retry:"):
-                continue
-            inbox, self.inbox = self.inbox, []
-            events = await self.translator.translate(inbox, self.after)
-            if events:
-                yield "".join(encoder.encode(e) for e in events)
-        if not self.translator.finished:
-            yield "".join(encoder.encode(e) for e in self.translator.gone())
-
+async def agui_stream(follow: FollowedRun, translator: Translator, heddle_thread: uuid.UUID) -> AsyncIterator[str]:
+    """The request's AG-UI events, encoded by ag-ui-protocol's `EventEncoder` (heartbeat comments
+    pass through: AG-UI clients skip them, proxies keep the connection)."""
+    encoder = EventEncoder()
+    yield "".join(encoder.encode(e) for e in translator.started(heddle_thread))
+    async for batch in follow.batches():
+        if batch is None:
+            yield HEARTBEAT
+            continue
+        events = await translator.translate(batch, follow.after)
+        if events:
+            yield "".join(encoder.encode(e) for e in events)
+    if not translator.finished:
+        yield "".join(encoder.encode(e) for e in translator.gone())

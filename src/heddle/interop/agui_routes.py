@@ -18,8 +18,9 @@ from heddle.api.deps import services
 from heddle.api.operations import LOOM, operation
 from heddle.errors import HeddleError
 from heddle.interop import agui_input
-from heddle.interop.agui_events import AgUiRunStream, Translator
+from heddle.interop.agui_events import Translator, agui_stream
 from heddle.interop.agui_start import start
+from heddle.interop.run_follow import follow_run
 from heddle.loom.events_routes import SSE_HEADERS
 from heddle.loom.stream_limits import CountedStreamingResponse
 from heddle.loom.write_request import write_request
@@ -79,9 +80,7 @@ async def agui_run(agent_id: str, request: Request):
                 release()
                 raise
     process_metrics(request).interop_requests.labels("agui").inc()
-    stream = AgUiRunStream(svc.database(), svc.run_events.signals, started.run_id, started.after,
-                           heartbeat_seconds=svc.settings.sse_heartbeat_seconds,
-                           poll_seconds=svc.settings.sse_poll_seconds,
-                           translator=Translator(svc.database(), started.run_id, body.thread_id, body.run_id))
-    return CountedStreamingResponse(stream.agui(started.thread_id), media_type="text/event-stream",
-                                    headers=SSE_HEADERS, release=release)
+    follow = follow_run(request, started.run_id, started.after)
+    translator = Translator(svc.database(), started.run_id, body.thread_id, body.run_id)
+    return CountedStreamingResponse(agui_stream(follow, translator, started.thread_id),
+                                    media_type="text/event-stream", headers=SSE_HEADERS, release=release)

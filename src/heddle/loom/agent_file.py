@@ -144,12 +144,22 @@ def _names(tool: BuiltinTool | HostedTool | McpTools) -> list[str]:
     return tool.named() if isinstance(tool, McpTools) else [tool.name]
 
 
+class A2ASettings(BaseModel):
+    """`a2a:` in an agent file: whether the agent is published over A2A (heddle/interop/a2a_*.py)
+    and what its agent card says of it. Off unless `publish: true`."""
+
+    model_config = ConfigDict(extra="forbid")
+    publish: Annotated[bool, Field(strict=True)] = False
+    description: Annotated[str, Field(max_length=2000)] | None = None
+
+
 class AgentFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Annotated[str, Field(min_length=1, max_length=200)]
     model_class: Annotated[str, Field(min_length=1, max_length=100)]
     instructions: Annotated[str, Field(max_length=32_000)] = ""
     tools: list[ToolEntry] = Field(default_factory=list, max_length=64)
+    a2a: A2ASettings | None = None
 
     @model_validator(mode="after")
     def _unique_names(self) -> AgentFile:

@@ -53,7 +53,8 @@ async def create_agent(session: AsyncSession, workspace_id: str, spec: AgentFile
     await _check(session, workspace_id, spec, known_model_classes)
     agent = Agent(id=ids.agent_id(), workspace_id=workspace_id, name=spec.name,
                   model_class=spec.model_class, instructions=spec.instructions,
-                  tools=spec.tool_dicts(), version=1, created_at=utcnow())
+                  tools=spec.tool_dicts(), version=1, created_at=utcnow(),
+                  a2a=spec.a2a.model_dump(exclude_none=True) if spec.a2a else None)
     session.add(agent)
     await session.flush()
     session.add(_version_row(agent, created_by))
@@ -67,6 +68,7 @@ async def update_agent(session: AsyncSession, agent: Agent, spec: AgentFile,
     await _check(session, agent.workspace_id, spec, known_model_classes)
     agent.name, agent.model_class = spec.name, spec.model_class
     agent.instructions, agent.tools = spec.instructions, spec.tool_dicts()
+    agent.a2a = spec.a2a.model_dump(exclude_none=True) if spec.a2a else None
     agent.version += 1
     session.add(_version_row(agent, created_by))
     await session.flush()
@@ -99,7 +101,8 @@ def has_unpinned_hosted_tools(agent: Agent) -> bool:
 def agent_dict(agent: Agent) -> dict[str, Any]:
     return {"id": agent.id, "workspace_id": agent.workspace_id, "name": agent.name,
             "model_class": agent.model_class, "instructions": agent.instructions,
-            "tools": agent.tools, "version": agent.version, "created_at": iso(agent.created_at)}
+            "tools": agent.tools, "version": agent.version, "created_at": iso(agent.created_at),
+            **({"a2a": agent.a2a} if agent.a2a else {})}
 
 
 def version_dict(v: AgentVersion) -> dict[str, Any]:

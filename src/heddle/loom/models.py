@@ -36,6 +36,8 @@ class Agent(Base):
     model_class: Mapped[str] = mapped_column(String(100))
     instructions: Mapped[str] = mapped_column(Text, default="")
     tools: Mapped[list[Any]] = mapped_column(JSON, default=list)  # validated ToolDefinition dicts
+    # `a2a:` of the agent file ({publish, description}): published over A2A when publish is true.
+    a2a: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # The current version: the columns above are a copy of agent_versions' row for it, so reads
     # of an agent need no join. Every edit adds a version (heddle/control/agents.py).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")

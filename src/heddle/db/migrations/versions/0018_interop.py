@@ -1,5 +1,6 @@
 """runs: `client_tools`, the caller's own front-end tools offered for the run (AG-UI `tools`),
-whose calls the run waits on until the caller answers them (issue 47)
+whose calls the run waits on until the caller answers them; agents: `a2a`, the agent file's
+`a2a: {publish, description}` (published over A2A when publish is true) (issue 47)
 
 Revision ID: 0018
 Revises: 0013
@@ -18,8 +19,12 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table("runs") as batch:
         batch.add_column(sa.Column("client_tools", sa.JSON(), nullable=True))
+    with op.batch_alter_table("agents") as batch:
+        batch.add_column(sa.Column("a2a", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("agents") as batch:
+        batch.drop_column("a2a")
     with op.batch_alter_table("runs") as batch:
         batch.drop_column("client_tools")
