@@ -5,13 +5,16 @@ message, and a direct session token (auth exactly as /v1)."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
+from interop.a2a_kit import rpc
 from interop.agui_kit import assistant, finished, run_input, stream, types, user
 from run_control.run_control_kit import AGENT_TOOLS, ToolHost
 
-SERVER_SETTINGS = {"sse_heartbeat_seconds": 0.5, "sse_poll_seconds": 0.2}
+SERVER_SETTINGS = {"sse_heartbeat_seconds": 0.5, "sse_poll_seconds": 0.2, "sse_max_streams_per_subject": 2}
 
 
 @pytest.fixture
@@ -77,10 +80,32 @@ def test_hung_up_client_then_the_same_message_follows_the_run(http, tenant, tool
     toolhost.wait_for_call("/tools/slow")
     run = http.get(f"/v1/loom/runs/{run_id}", headers=h).json()["data"]
     assert run["state"] == "running"  # the run goes on without its client
-    import threading
     threading.Timer(0.5, toolhost.release).start()
     status, events = stream(http, tenant.agent, h, body)  # the same message again: follows that run
     assert status == 200 and events[1]["value"]["run_id"] == run_id
     kinds = types(events)
     assert "TOOL_CALL_RESULT" in kinds and finished(events)["type"] == "RUN_FINISHED"
     assert len(toolhost.calls("/tools/slow")) == 1  # not posted twice
+
+
+def test_protocol_streams_are_counted_with_the_event_streams(http, tenant, toolhost, server):
+    """AG-UI and A2A streams count against HEDDLE_SSE_MAX_STREAMS_PER_SUBJECT (2 here): a third is 429."""
+    h = tenant.headers("web:cap")
+    second = tenant.add_agent({"name": "banker2", "model_class": "scripted", "instructions": "", "tools": AGENT_TOOLS,
+                               "a2a": {"publish": True}})
+    held = []
+    for agent, thread in ((tenant.agent, "cap-1"), (second, "cap-2")):
+        reader = threading.Thread(target=lambda a=agent, t=thread: held.append(
+            stream(server.client(), a, h, run_input(t, user("call: slow {}")), timeout=30)), daemon=True)
+        reader.start()
+    toolhost.wait_for_call("/tools/slow", n=2)
+    status, body = stream(http, tenant.agent, h, run_input("cap-1", user("again")))
+    assert status == 429 and body["error"]["code"] == "rate_limited"
+    r = rpc(http, second, h, {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": {
+        "kind": "message", "messageId": "m-cap", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}})
+    assert r.status_code == 429 and r.json()["error"]["code"] == "rate_limited"
+    toolhost.release()
+    deadline = time.monotonic() + 30
+    while len(held) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [finished(events)["type"] for _, events in held] == ["RUN_FINISHED", "RUN_FINISHED"]

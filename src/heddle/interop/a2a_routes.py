@@ -17,12 +17,15 @@ the protocol defines, inside a 200.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
 
 from heddle.api.deps import loom_session
 from heddle.api.operations import LOOM, operation
@@ -90,4 +93,40 @@ async def a2a_rpc(agent_id: str, request: Request):
     with tracing.span("a2a.request", {"heddle.interop.protocol": "a2a", "gen_ai.agent.id": agent_id[:80]}):
         auth, agent = await _published(request, agent_id, subject=True)
         request.state.a2a_call = A2ACall(auth, agent, request)
-        return await DISPATCHER.handle_requests(request)
+        release = None
+        if await _streaming(request):  # counted with the run event streams (429 past a cap)
+            release = request.app.state.services.streams.acquire(auth, request.client.host if request.client else None)
+        try:
+            response = await DISPATCHER.handle_requests(request)
+        except BaseException:
+            if release is not None:
+                release()
+            raise
+        return _Counted(response, release) if release is not None else response
+
+
+STREAMING_METHODS = {"SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe"}
+
+
+async def _streaming(request: Request) -> bool:
+    try:
+        body = await request.json()  # Starlette keeps it: the dispatcher reads the same
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("method") in STREAMING_METHODS
+
+
+class _Counted(Response):
+    """The dispatcher's response (an SSE stream, or a JSON-RPC error), its stream counted out
+    however it ends (loom/stream_limits.py CountedStreamingResponse does the same for Heddle's)."""
+
+    def __init__(self, inner: Response, release: Callable[[], None]):
+        self.inner, self._release = inner, release
+        self.background = None
+        self.status_code = inner.status_code
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.inner(scope, receive, send)
+        finally:
+            self._release()
