@@ -16,6 +16,8 @@ from heddle.config import Settings, get_settings
 from heddle.console.routes import router as console_router
 from heddle.deployment import check_deployment
 from heddle.identify.routes import router as identify_router
+from heddle.interop.a2a_routes import router as a2a_router
+from heddle.interop.agui_routes import router as agui_router
 from heddle.lifespan import AppServices
 from heddle.loom.attachments.routes import router as attachments_router
 from heddle.loom.events_routes import router as loom_events_router
@@ -86,6 +88,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(attachments_router)
     app.include_router(memory_router)
     app.include_router(loom_schedules_router)
+    app.include_router(agui_router)  # /v1/agui (heddle/interop/)
+    app.include_router(a2a_router)  # /v1/a2a (heddle/interop/)
     app.include_router(realtime_router)
     app.add_route("/mcp", McpEndpoint(), include_in_schema=False)  # Identify as an MCP server
     if svc.realtime.hub is not None:  # the built-in Pusher-protocol server, at /app/{key}

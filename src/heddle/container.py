@@ -32,6 +32,7 @@ from heddle.loom.run_event import sent_by_database
 from heddle.loom.schedule_firing import SchedulePoller
 from heddle.loom.schedules import Caps
 from heddle.loom.tools import ToolKinds
+from heddle.loom.tools.client import ClientTool
 from heddle.loom.tools.hosted import HostedTool, ToolHostAccess
 from heddle.loom.tools.identify import IdentifyTool
 from heddle.loom.tools.mcp import McpServers, McpTool
@@ -195,7 +196,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
                                        metrics=metrics))
     caps = Caps(per_thread=s.schedules_max_per_thread, per_subject=s.schedules_max_per_subject)
     tools = ToolKinds(IdentifyTool(charging, request_log), ScheduleTool(db, caps), McpTool(mcp, uow),
-                      HostedTool(hosted, uow), MemoryTools(db, MemoryCaps.of(s)),
+                      HostedTool(hosted, uow), MemoryTools(db, MemoryCaps.of(s)), ClientTool(),
                       max_tools=s.tools_max_per_turn, max_schema_bytes=s.tools_max_schema_bytes, metrics=metrics)
     engine = RunEngine(db, s, registry, tools, lambda: events, metrics, deltas=run_events, uow=uow)
     webhooks: WebhookDispatcher | None = None

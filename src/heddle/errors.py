@@ -66,6 +66,7 @@ _CODES = [
     ErrorCode("memory_full", 409, "The subject already has as many remembered facts as a subject may keep (HEDDLE_MEMORY_MAX_FACTS); delete one first."),
     ErrorCode("invalid_schedule", 400, "The schedule's timing cannot be used: `at` in the past or without its offset, a cron that is not five fields or never fires, an unknown time zone, or `ends_at`/`max_runs` without a cron; `details.field` names it."),
     ErrorCode("too_many_schedules", 409, "The thread or the subject already has as many active schedules as it may (HEDDLE_SCHEDULES_MAX_PER_THREAD, HEDDLE_SCHEDULES_MAX_PER_SUBJECT)."),
+    ErrorCode("agui_nothing_to_run", 400, "An AG-UI RunAgentInput with no user message, tool result or resume entry after the agent's last message: nothing to run."),
     # --- console (operators; /console/api) ---
     ErrorCode("console_unauthenticated", 401, "No operator session, or it expired or ended: open a new login link (heddle operator login-link)."),
     ErrorCode("csrf_failed", 403, "A console change without the session's X-CSRF-Token, or from another Origin."),

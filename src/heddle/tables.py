@@ -9,9 +9,9 @@ registry loads the tables and none of the services.
 import heddle.billing.models  # noqa: F401
 import heddle.idempotency.models  # noqa: F401
 import heddle.identify.models  # noqa: F401
-import heddle.loom.memory_models  # noqa: F401
 import heddle.loom.eval_models  # noqa: F401
 import heddle.loom.feedback_models  # noqa: F401
+import heddle.loom.memory_models  # noqa: F401
 import heddle.loom.models  # noqa: F401
 import heddle.observability.models  # noqa: F401
 import heddle.operators.models  # noqa: F401

@@ -45,4 +45,6 @@ def agent_yaml(definition: dict[str, Any]) -> str:
         data["memory"] = {k: v for k, v in definition["memory"].items() if v is not None}
     if definition.get("output"):  # structured replies: `output: {schema: ...}`
         data["output"] = definition["output"]
+    if definition.get("a2a"):  # publishing over A2A (heddle/interop/)
+        data["a2a"] = definition["a2a"]
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

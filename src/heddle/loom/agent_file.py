@@ -179,6 +179,14 @@ class OutputSpec(BaseModel):
         return v
 
 
+class A2ASettings(BaseModel):
+    """`a2a:` in an agent file: whether the agent is published over A2A (heddle/interop/a2a_*.py)
+    and what its agent card says of it. Off unless `publish: true`."""
+
+    model_config = ConfigDict(extra="forbid")
+    publish: Annotated[bool, Field(strict=True)] = False
+    description: Annotated[str, Field(max_length=2000)] | None = None
+
 class AgentFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Annotated[str, Field(min_length=1, max_length=200)]
@@ -186,6 +194,7 @@ class AgentFile(BaseModel):
     instructions: Annotated[str, Field(max_length=32_000)] = ""
     tools: list[ToolEntry] = Field(default_factory=list, max_length=64)
     memory: MemorySettings | None = None
+    a2a: A2ASettings | None = None
     # The built-in `schedule_followup` tool (loom/tools/schedule.py): the agent may schedule a
     # follow-up message in its thread. Stored as the tools entry SCHEDULE_ENTRY.
     schedules: bool = False

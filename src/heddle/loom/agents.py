@@ -58,7 +58,7 @@ async def create_agent(session: AsyncSession, workspace_id: str, spec: AgentFile
     agent = Agent(id=ids.agent_id(), workspace_id=workspace_id, name=spec.name,
                   model_class=spec.model_class, instructions=spec.instructions,
                   tools=spec.tool_dicts(), memory=spec.memory_dict(), output_schema=spec.output_schema(),
-                  version=1, created_at=utcnow())
+                  a2a=spec.a2a.model_dump(exclude_none=True) if spec.a2a else None, version=1, created_at=utcnow())
     session.add(agent)
     await session.flush()
     session.add(_version_row(agent, created_by))
@@ -74,6 +74,7 @@ async def update_agent(session: AsyncSession, agent: Agent, spec: AgentFile,
     agent.instructions, agent.tools = spec.instructions, spec.tool_dicts()
     agent.memory = spec.memory_dict()
     agent.output_schema = spec.output_schema()
+    agent.a2a = spec.a2a.model_dump(exclude_none=True) if spec.a2a else None
     agent.version += 1
     session.add(_version_row(agent, created_by))
     await session.flush()
@@ -111,8 +112,8 @@ def agent_dict(agent: Agent) -> dict[str, Any]:
     return {"id": agent.id, "workspace_id": agent.workspace_id, "name": agent.name,
             "model_class": agent.model_class, "instructions": agent.instructions,
             "tools": agent.tools, "memory": agent.memory, "output": _output(agent.output_schema),
-            "version": agent.version,
-            "created_at": iso(agent.created_at)}
+            "version": agent.version, "created_at": iso(agent.created_at),
+            **({"a2a": agent.a2a} if agent.a2a else {})}
 
 
 def version_dict(v: AgentVersion) -> dict[str, Any]:

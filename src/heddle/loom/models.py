@@ -41,6 +41,8 @@ class Agent(Base):
     memory: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # `output: {schema}` of the agent file: every answer is a JSON object valid against it (None: text)
     output_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # `a2a:` of the agent file ({publish, description}): published over A2A when publish is true.
+    a2a: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # The current version: the columns above are a copy of agent_versions' row for it, so reads
     # of an agent need no join. Every edit adds a version (heddle/control/agents.py).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
@@ -147,6 +149,9 @@ class Run(Base):
     traceparent: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # What started the run: one of runs_vocabulary.RUN_ORIGINS (`api` for a posted message).
     origin: Mapped[str] = mapped_column(String(16), default="api", server_default="api")
+    # The caller's own front-end tools offered for this run (AG-UI `tools`: loom/tools/client.py),
+    # each `{name, description, parameters}`; None for a run without any.
+    client_tools: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     opened_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     closed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -75,13 +75,14 @@ async def _resolve_run_connection(session: AsyncSession, auth: AuthContext, agen
 async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content: str,
                        if_busy: str = "reject", attachments: AttachmentRules | None = None, *,
                        origin: str = ORIGIN_API, scheduled: dict[str, Any] | None = None,
-                       agent_version: int | None = None) -> dict[str, Any]:
+                       agent_version: int | None = None, run_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """A user message: starts a run (inserted already claimed by the in-process executor when it
     has a slot), answers the run awaiting input, or waits its turn (`if_busy`). Its attachments
     (ids of files uploaded to the thread) become the message's in the same transaction. `origin`
-    marks a run started another way than the API: a schedule (loom/schedule_firing.py, with
-    `scheduled` marking the message: which schedule, who made it, how late), an eval case or the
-    console's playground (with `agent_version`, default the agent's current one)."""
+    marks a run started another way than the API (runs_vocabulary.ORIGIN_*): a schedule
+    (loom/schedule_firing.py, with `scheduled` marking the message: which schedule, who made it,
+    how late), an eval case or the console's playground (with `agent_version`, default the
+    agent's current one), AG-UI or A2A; `run_extra`: more columns of a new run."""
     session = work.session
     auth.require_subject()
     # The thread's lock first, so two concurrent messages cannot both start a run.
@@ -123,7 +124,7 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
     else:
         connection_id = await _resolve_run_connection(session, auth, agent)
         run_row = rows.run_row(auth, thread, agent_id=agent.id, agent_version=agent_version or agent.version,
-                               state=RUNNING, connection_id=connection_id, origin=origin)
+                               state=RUNNING, connection_id=connection_id, origin=origin, **(run_extra or {}))
         now = run_row["created_at"]
         message_row = dict(id=message_id, thread_id=thread.id, run_id=run_row["id"], seq=seq, role="user",
                            content=content, attachments=files, created_at=now, scheduled=scheduled)

@@ -140,6 +140,11 @@ class Metrics:
             "heddle_webhook_delivery_lag_seconds", "From a webhook event's creation to its successful delivery",
             buckets=_LAG_SECONDS, registry=self.registry,
         )
+        # AG-UI and A2A requests (heddle/interop/): protocol is agui | a2a.
+        self.interop_requests = Counter(
+            "heddle_interop_requests_total", "Requests that reached a run over AG-UI or A2A, by protocol",
+            ["protocol"], registry=self.registry,
+        )
         # Realtime publishing: the publishers count for themselves (realtime/publishers.py);
         # each scrape reads those counters.
         self.realtime_publishes = _PublisherCounters()

@@ -19,7 +19,7 @@ from heddle.loom.lease import Fence
 from heddle.loom.memory import tool_entries as memory_tool_entries
 from heddle.loom.models import Agent, Run, ToolCall
 from heddle.loom.providers.base import ASK_USER_TOOL, ToolSpec
-from heddle.loom.tools import names
+from heddle.loom.tools import client, names
 from heddle.loom.tools.base import ToolExecution, ToolKind, failed
 
 __all__ = ["ASK_USER_SPEC", "ToolExecution", "ToolKind", "ToolKinds", "Toolset", "ToolsUnavailable"]
@@ -108,6 +108,9 @@ class ToolKinds:
                 if (found := self._declaring(entry)) is not None:
                     origin = "builtin" if "builtin" in entry else "listed" if expander else "file"
                     candidates.append((found[1], source, origin, entry))
+        for entry in client.entries(run):  # the caller's front-end tools for this run (AG-UI)
+            if (found := self._declaring(entry)) is not None:
+                candidates.append((found[1], "client_tools", "listed", entry))
         entries, refused = names.screen(candidates)
         if self.metrics is not None:
             for r in refused:

@@ -2,7 +2,7 @@
 from the notification and read the log only on a gap or a resume (issue 48)
 
 Revision ID: 0019
-Revises: 0017
+Revises: 0018
 Create Date: 2026-11-27 15:00:00
 
 Migration 0010's trigger sends each stored `run_events` row as `{"c": channel, "e": event,
@@ -19,7 +19,7 @@ from alembic import op
 from sqlalchemy.util import await_only
 
 revision = '0019'
-down_revision = '0017'
+down_revision = '0018'
 branch_labels = None
 depends_on = None
 
