@@ -265,6 +265,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/loom/threads/{thread_id}/attachments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Upload a file to a thread (multipart/form-data) */
+        post: operations["upload_attachment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/loom/attachments/{attachment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An attachment's metadata */
+        get: operations["get_attachment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/loom/attachments/{attachment_id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An attachment's bytes (a download) */
+        get: operations["get_attachment_content"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/loom/realtime/config": {
         parameters: {
             query?: never;
@@ -426,6 +477,89 @@ export interface components {
              */
             tool_calls: components["schemas"]["ToolCall"][];
         };
+        /**
+         * AttachmentInfo
+         * @description A file uploaded to a thread (POST /v1/loom/threads/{id}/attachments); its bytes are at
+         *     GET /v1/loom/attachments/{id}/content.
+         * @example {
+         *       "id": "5e2a1c3b-7d4f-4e6a-9b8c-1d2e3f4a5b6c",
+         *       "name": "transfer.png",
+         *       "content_type": "image/png",
+         *       "size": 48213,
+         *       "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+         *       "width": 1170,
+         *       "height": 2532,
+         *       "created_at": "2026-01-01T12:00:00Z"
+         *     }
+         */
+        AttachmentInfo: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /**
+             * Name
+             * @description The client's file name made safe: last path segment, no control characters, at most 255 characters.
+             */
+            name: string;
+            /**
+             * Content Type
+             * @description Decided by the bytes: image/png, image/jpeg, image/gif, image/webp, application/pdf, text/plain, text/csv, text/markdown, application/json.
+             */
+            content_type: string;
+            /**
+             * Size
+             * @description Bytes.
+             */
+            size: number;
+            /**
+             * Sha256
+             * @description Hex SHA-256 of the bytes.
+             */
+            sha256: string;
+            /**
+             * Width
+             * @description An image's width in pixels.
+             */
+            width?: number | null;
+            /**
+             * Height
+             * @description An image's height in pixels.
+             */
+            height?: number | null;
+            /**
+             * Pages
+             * @description A PDF's pages.
+             */
+            pages?: number | null;
+            /**
+             * Text Layer
+             * @description A PDF: false when it has no text to read (a scan).
+             */
+            text_layer?: boolean | null;
+            /**
+             * Text Chars
+             * @description A PDF: characters of text read from it (capped by HEDDLE_ATTACHMENT_PDF_MAX_CHARS), what a model is sent.
+             */
+            text_chars?: number | null;
+            /**
+             * Message Id
+             * @description The message that sent it (on GET only; null while unused).
+             */
+            message_id?: string | null;
+            /**
+             * Thread Id
+             * @description Its thread (on GET and on upload).
+             */
+            thread_id?: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            created_at: string;
+        };
         /** ChannelAuth */
         ChannelAuth: {
             /**
@@ -468,6 +602,16 @@ export interface components {
         };
         /** @enum {string} */
         DeliveryState: "pending" | "delivered" | "failed";
+        /** AttachmentInfoEnvelope */
+        AttachmentInfoEnvelope: {
+            /**
+             * Status
+             * @default success
+             * @constant
+             */
+            status: "success";
+            data: components["schemas"]["AttachmentInfo"];
+        };
         /** HealthEnvelope */
         HealthEnvelope: {
             /**
@@ -622,6 +766,12 @@ export interface components {
             tool_calls: number;
             /** Ledger Entries Cut */
             ledger_entries_cut: number;
+            /**
+             * Attachments
+             * @description Files erased with the threads (metadata and bytes).
+             * @default 0
+             */
+            attachments?: number;
         };
         /** ErrorBody */
         ErrorBody: {
@@ -842,6 +992,12 @@ export interface components {
             /** Content */
             content: string;
             /**
+             * Attachments
+             * @description The files sent with the message.
+             * @default []
+             */
+            attachments?: components["schemas"]["AttachmentInfo"][];
+            /**
              * Created At
              * Format: date-time
              * @example 2026-01-01T12:00:00.000000Z
@@ -995,6 +1151,12 @@ export interface components {
             content: string;
             /** @default reject */
             if_busy?: components["schemas"]["IfBusy"];
+            /**
+             * Attachments
+             * @description Ids of files uploaded to this thread (POST /threads/{id}/attachments), each unused so far; at most HEDDLE_ATTACHMENTS_PER_MESSAGE.
+             * @default []
+             */
+            attachments?: string[];
         };
         /** PostOutcome */
         PostOutcome: {
@@ -2714,7 +2876,7 @@ export interface operations {
                     "application/json": components["schemas"]["MessageAcceptedEnvelope"];
                 };
             };
-            /** @description Error codes: `connection_not_found`, `connection_required`, `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token`, `subject_required` */
+            /** @description Error codes: `connection_not_found`, `connection_required`, `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token`, `subject_required`, `too_many_attachments` */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -2774,7 +2936,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error codes: `idempotency_key_reused`, `run_active` */
+            /** @description Error codes: `attachment_in_use`, `idempotency_key_reused`, `run_active` */
             409: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -2796,6 +2958,16 @@ export interface operations {
             };
             /** @description Error codes: `unsupported_media_type` */
             415: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `model_cannot_see_images` */
+            422: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
                     [name: string]: unknown;
@@ -4045,6 +4217,468 @@ export interface operations {
                 };
             };
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    upload_attachment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
+                "Idempotency-Key"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
+                "Service-Run"?: string;
+            };
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The file (one part, with a filename). Its type is decided by its bytes.
+                     */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachmentInfoEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `json_too_deep`, `multipart_invalid`, `subject_header_with_token`, `subject_required` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `idempotency_key_reused` */
+            409: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `attachment_quota_exceeded`, `attachment_too_large`, `payload_too_large` */
+            413: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `attachment_type_mismatch`, `attachment_type_not_allowed`, `unsupported_media_type` */
+            415: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `attachment_invalid` */
+            422: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_attachment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
+                "Service-Run"?: string;
+            };
+            path: {
+                attachment_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttachmentInfoEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_attachment_content: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
+                "Service-Run"?: string;
+            };
+            path: {
+                attachment_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bytes, with their stored type, `Content-Disposition: attachment` and `X-Content-Type-Options: nosniff` (never rendered inline). */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
