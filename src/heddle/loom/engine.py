@@ -27,10 +27,10 @@ from heddle.errors import HeddleError
 from heddle.loom import engine_sql as sql
 from heddle.loom import queries as q
 from heddle.loom.approvals import initial_status
+from heddle.loom.attachments.to_model import stored_request
 from heddle.loom.channels import EventSink
 from heddle.loom.delta_writer import DeltaWriter
 from heddle.loom.deltas import DeltaStream
-from heddle.loom.attachments.to_model import stored_request
 from heddle.loom.history import build_conversation
 from heddle.loom.lease import Fence
 from heddle.loom.model_calls import ModelCalls

@@ -18,7 +18,8 @@ def thread_dict(t: Thread) -> dict[str, Any]:
 
 def message_dict(m: Message) -> dict[str, Any]:
     return {"id": str(m.id), "thread_id": str(m.thread_id), "run_id": str(m.run_id) if m.run_id else None,
-            "role": m.role, "content": m.content, "attachments": getattr(m, "attachments", None) or [],  # none on a run's latest answer
+            "role": m.role, "content": m.content,
+            "attachments": getattr(m, "attachments", None) or [],  # a run's latest answer has none
             "created_at": iso(m.created_at)}
 
 
