@@ -1,13 +1,14 @@
 """Erasing threads: one thread (DELETE /threads/{id}), a person (DELETE /subjects/{subject}) and
 retention (threads idle longer than the workspace's `retention_days`, loom/retention.py).
 
-Erasure removes every row of the thread: its messages, queued messages, runs, turns, tool
-calls and attachments (metadata and bytes). Money is kept: ledger rows stay with their amounts
-(the balance still equals the ledger sum), but their references to the erased run, turn or tool
-call are cut. Request-log rows of the workspace keep their status and latency but lose the run
-reference and the ids in their path. Webhook deliveries about the thread's runs (their bodies hold the Run, its reply and
-question text included) are deleted with their attempts, delivered or still pending: a pending
-one is never sent. A table added later that holds thread data must be added here.
+Erasure removes every row of the thread: its messages, queued messages, runs, turns, tool calls
+and attachments (metadata and bytes). Money is kept: ledger rows stay with their amounts (the
+balance still equals the ledger sum), but their references to the erased run, turn or tool call
+are cut. Request-log rows of the workspace keep their status and latency but lose the run
+reference and the ids in their path. Webhook deliveries about the thread's runs (their bodies
+hold the Run, its reply and question text included) are deleted with their attempts, delivered
+or still pending: a pending one is never sent. A table added later that holds thread data must
+be added here.
 """
 
 from __future__ import annotations
