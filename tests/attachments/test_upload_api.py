@@ -311,3 +311,18 @@ def test_an_answer_to_a_question_keeps_its_attachments(http, tenant, agent, thre
     assert "later.txt" in run["latest_message"]["content"]
     items = http.get(f"/v1/loom/threads/{thread}/messages", headers=h).json()["data"]["items"]
     assert [a["id"] for m in items for a in m["attachments"]] == [note["id"]]
+
+
+def test_python_client_upload(server, tenant, agent):
+    from heddle.client import Heddle
+    from heddle.client.errors import HeddleAPIError
+
+    with Heddle(server.base_url, api_key=tenant.secret, subject="web:py-files") as client:
+        thread = client.loom.open_thread(agent)
+        file = client.loom.upload(thread.id, samples.CSV, name="export.csv")
+        assert file.content_type == "text/csv" and client.loom.get_attachment(file.id) == file
+        with pytest.raises(HeddleAPIError) as refused:
+            client.loom.upload(thread.id, samples.HTML, name="x.html")
+        assert refused.value.code == "attachment_type_not_allowed" and refused.value.status == 415
+        run = client.loom.post_message(thread.id, "", attachments=[file.id]).wait()
+        assert "export.csv" in run.latest_message.content
