@@ -42,7 +42,7 @@ def openai_vision(tmp_path, llmock):
         "vision": True, "max_retries": 0, "timeout": 5}})
     agent = tenant.add_agent({"name": "support", "model_class": "eyes", "instructions": "Help.", "tools": []},
                              classes=("eyes",))
-    with httpx.Client(base_url=server.base_url, timeout=10) as http:
+    with httpx.Client(base_url=server.base_url, timeout=60) as http:
         yield http, tenant, agent
     server.stop()
 
@@ -83,7 +83,7 @@ def test_an_earlier_image_counts_against_the_history_budget(tmp_path, llmock):
     agent = tenant.add_agent({"name": "tight", "model_class": "tight", "instructions": "Help.", "tools": []},
                              classes=("tight",))
     try:
-        with httpx.Client(base_url=server.base_url, timeout=10) as http:
+        with httpx.Client(base_url=server.base_url, timeout=60) as http:
             h = tenant.headers("web:budget")
             thread = open_thread(http, h, agent)
             # 1024x1024 is 765 tokens to OpenAI: more than the whole budget
@@ -113,7 +113,7 @@ def test_anthropic_gets_an_image_block(tmp_path, anthropic_api):
     agent = tenant.add_agent({"name": "claude", "model_class": "claude", "instructions": "Help.", "tools": []},
                              classes=("claude",))
     try:
-        with httpx.Client(base_url=server.base_url, timeout=10) as http:
+        with httpx.Client(base_url=server.base_url, timeout=60) as http:
             h = tenant.headers("web:claude")
             thread = open_thread(http, h, agent)
             jpeg = samples.jpeg(40, 30)
