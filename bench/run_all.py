@@ -23,6 +23,7 @@ BENCHES = [
     ("typed_responses.py", []),
     ("abuse.py", ["--rounds", "20"]),
     ("engine_statements.py", ["--runs", "10"]),
+    ("attachments.py", ["--runs", "5"]),  # upload MB/s, RSS under 20 uploads, statements with an image
     ("scale.py", ["--runs", "10"]),
 ]
 

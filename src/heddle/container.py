@@ -171,7 +171,8 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     # Holder-name providers are called through the SSRF-guarded client too.
     identify = build_identify_service(s, outbound, db=db)
     charging = IdentifyCharging(db, identify, metrics, to_micro(s.identify_price_credits))
-    hosted = ToolHostAccess(db, outbound, subject_tokens, to_micro(s.tool_call_price_credits))
+    hosted = ToolHostAccess(db, outbound, subject_tokens, to_micro(s.tool_call_price_credits),
+                            public_url=s.console_base_url(), attachment_url_seconds=s.attachment_url_seconds)
     registry = ModelRegistry.from_json(s.model_classes, metrics=metrics)
     events = realtime.publisher
     metrics.watch_realtime(events)

@@ -5,7 +5,8 @@ beside app.py, above the domains; api/ below keeps only what every route shares.
 FastAPI builds it from the routes (each declares itself with heddle.api.operations.operation);
 `finish_document` then adds what FastAPI cannot know: the two bearer schemes, the Request-Id
 header on every response, components for hand-parsed bodies, readable names for the generic
-envelopes, and no 422 (the server answers invalid input with 400 `invalid_request`).
+envelopes, and no FastAPI 422 (the server answers invalid input with 400 `invalid_request`; a 422
+is only one of Heddle's own codes, such as `attachment_invalid`).
 """
 
 from __future__ import annotations
@@ -186,7 +187,8 @@ def finish_document(doc: dict[str, Any]) -> dict[str, Any]:
     for path_item in doc.get("paths", {}).values():
         for op in path_item.values():
             responses = op.get("responses", {})
-            responses.pop("422", None)
+            if "Error codes:" not in responses.get("422", {}).get("description", "Error codes:"):
+                responses.pop("422")  # FastAPI's validation answer: Heddle's is 400 invalid_request
             responses.setdefault("default", {**DEFAULT_ERROR})
             for status, response in responses.items():
                 headers = response.setdefault("headers", {})

@@ -31,7 +31,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import jwt
 
@@ -88,6 +88,32 @@ def compute_signature(secret: str, t: int, method: str, path: str, body: bytes) 
     if not isinstance(secret, str) or not secret:
         raise ValueError("the request secret must be a non-empty string")
     return hmac.new(secret.encode(), signed_payload(t, method, path, body), hashlib.sha256).hexdigest()
+
+
+def attachment_url_signature(secret: str, path: str, expires: int) -> str:
+    """The `signature` of a signed attachment URL: the same HMAC as a call's, over
+    `<expires>.GET.<path>.` (an empty body), `path` being `/v1/loom/attachments/<id>/content`."""
+    return compute_signature(secret, expires, "GET", path, b"")
+
+
+def verify_attachment_url(url: str, *, request_secret: Secrets, now: float | None = None) -> str:
+    """Check a signed attachment URL that Heddle handed to a tool (a parameter with
+    `"format": "heddle-attachment"`) before fetching it; returns the attachment id. Raises
+    SignatureError when it is not Heddle's, or has expired."""
+    parts = urlsplit(url)
+    query = parse_qs(parts.query)
+    match = re.fullmatch(r"/v1/loom/attachments/([0-9a-fA-F-]{36})/content", parts.path)
+    expires = (query.get("expires") or [""])[0]
+    signature = (query.get("signature") or [""])[0]
+    if match is None or not _TIMESTAMP.fullmatch(expires) or not _V1.fullmatch(signature):
+        raise SignatureError("signature_mismatch", "Not a signed Heddle attachment URL.")
+    if int(expires) < (time.time() if now is None else now):
+        raise SignatureError("signature_expired", "The attachment URL has expired.")
+    secrets = [request_secret] if isinstance(request_secret, str) else list(request_secret)
+    if not any(hmac.compare_digest(attachment_url_signature(sec, parts.path, int(expires)), signature.lower())
+               for sec in secrets):
+        raise SignatureError("signature_mismatch", "The attachment URL's signature does not match.")
+    return match.group(1)
 
 
 def parse_signature_header(value: str) -> tuple[int, list[str]]:

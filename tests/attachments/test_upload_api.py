@@ -14,6 +14,7 @@ from attachments import samples
 from attachments.helpers import error, upload, uploaded
 from heddle.loom.models import Attachment, AttachmentChunk
 from support.loom import SCRIPTED_AGENT, open_thread, wait_run
+from support.sse import collect
 
 MAX = 1024 * 1024
 SERVER_SETTINGS = {
@@ -198,6 +199,16 @@ def test_message_with_attachments_everywhere(http, tenant, agent, thread):
     assert "transfer.png" in items[1]["content"] and "statement.pdf" in items[1]["content"]
     meta = http.get(f"/v1/loom/attachments/{image['id']}", headers=h).json()["data"]
     assert meta["message_id"] == items[0]["id"]
+    # the run's event stream (what webhooks and realtime carry too) shows them on message.created
+    events, _ = collect(http, f"/v1/loom/runs/{run['id']}/events", h)
+    created = [e["data"] for e in events if e.get("event") == "message.created"]
+    assert [a["name"] for a in created[0]["attachments"]] == ["transfer.png", "statement.pdf"]
+    assert created[1]["attachments"] == []
+    # the trace keeps references to what the scripted model was sent
+    trace = http.get(f"/v1/loom/runs/{run['id']}/trace", headers=h).json()["data"]
+    request = trace["turns"][0]["request"]
+    assert [a["name"] for a in request["messages"][-1]["attachments"]] == ["transfer.png", "statement.pdf"]
+    assert [a["sent_as"] for a in request["history"]["attachments"]["sent"]] == ["image", "text"]
     # reused in a second message: refused, nothing posted
     error(http.post(f"/v1/loom/threads/{thread}/messages", headers=h,
                     json={"content": "again", "attachments": [image["id"]]}), 409, "attachment_in_use")
@@ -286,3 +297,32 @@ def test_idempotent_upload(http, tenant, thread):
     assert again.headers.get("idempotent-replayed") == "true" and again.json() == first.json()
     error(upload(http, h, thread, "a.txt", b"another"), 409, "idempotency_key_reused")
     assert stored(tenant)[0] == 1
+
+
+def test_an_answer_to_a_question_keeps_its_attachments(http, tenant, agent, thread):
+    h = tenant.headers()
+    first = http.post(f"/v1/loom/threads/{thread}/messages", headers=h, json={"content": "ask: which account?"})
+    wait_run(http, h, first.json()["data"]["run_id"])  # awaiting input: the thread is busy for a new run
+    note = uploaded(http, h, thread, "later.txt", b"queued note")
+    resp = http.post(f"/v1/loom/threads/{thread}/messages", headers=h,
+                     json={"content": "", "attachments": [note["id"]]})  # answers the question
+    assert resp.status_code == 202, resp.text
+    run = wait_run(http, h, resp.json()["data"]["run_id"], states=("closed",))
+    assert "later.txt" in run["latest_message"]["content"]
+    items = http.get(f"/v1/loom/threads/{thread}/messages", headers=h).json()["data"]["items"]
+    assert [a["id"] for m in items for a in m["attachments"]] == [note["id"]]
+
+
+def test_python_client_upload(server, tenant, agent):
+    from heddle.client import Heddle
+    from heddle.client.errors import HeddleAPIError
+
+    with Heddle(server.base_url, api_key=tenant.secret, subject="web:py-files") as client:
+        thread = client.loom.open_thread(agent)
+        file = client.loom.upload(thread.id, samples.CSV, name="export.csv")
+        assert file.content_type == "text/csv" and client.loom.get_attachment(file.id) == file
+        with pytest.raises(HeddleAPIError) as refused:
+            client.loom.upload(thread.id, samples.HTML, name="x.html")
+        assert refused.value.code == "attachment_type_not_allowed" and refused.value.status == 415
+        run = client.loom.post_message(thread.id, "", attachments=[file.id]).wait()
+        assert "export.csv" in run.latest_message.content

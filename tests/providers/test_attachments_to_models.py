@@ -42,7 +42,7 @@ def openai_vision(tmp_path, llmock):
         "vision": True, "max_retries": 0, "timeout": 5}})
     agent = tenant.add_agent({"name": "support", "model_class": "eyes", "instructions": "Help.", "tools": []},
                              classes=("eyes",))
-    with httpx.Client(base_url=server.base_url, timeout=10) as http:
+    with httpx.Client(base_url=server.base_url, timeout=60) as http:
         yield http, tenant, agent
     server.stop()
 
@@ -62,7 +62,8 @@ def test_openai_gets_the_image_part_and_the_pdf_text(openai_vision, llmock):
     assert user["role"] == "user" and isinstance(user["content"], list)
     text, picture = user["content"]
     assert text["type"] == "text" and text["text"].startswith("What went wrong?")
-    assert "[Attachment statement.pdf (application/pdf)]" in text["text"]
+    assert f"[Image transfer.png (image/png), id {image['id']}]" in text["text"]
+    assert f"[Attachment statement.pdf (application/pdf), id {statement['id']}]" in text["text"]
     assert "Statement of account: balance 1,234.56 EUR" in text["text"]
     assert picture == {"type": "image_url",
                        "image_url": {"url": "data:image/png;base64," + base64.b64encode(image_bytes).decode()}}
@@ -82,7 +83,7 @@ def test_an_earlier_image_counts_against_the_history_budget(tmp_path, llmock):
     agent = tenant.add_agent({"name": "tight", "model_class": "tight", "instructions": "Help.", "tools": []},
                              classes=("tight",))
     try:
-        with httpx.Client(base_url=server.base_url, timeout=10) as http:
+        with httpx.Client(base_url=server.base_url, timeout=60) as http:
             h = tenant.headers("web:budget")
             thread = open_thread(http, h, agent)
             # 1024x1024 is 765 tokens to OpenAI: more than the whole budget
@@ -112,7 +113,7 @@ def test_anthropic_gets_an_image_block(tmp_path, anthropic_api):
     agent = tenant.add_agent({"name": "claude", "model_class": "claude", "instructions": "Help.", "tools": []},
                              classes=("claude",))
     try:
-        with httpx.Client(base_url=server.base_url, timeout=10) as http:
+        with httpx.Client(base_url=server.base_url, timeout=60) as http:
             h = tenant.headers("web:claude")
             thread = open_thread(http, h, agent)
             jpeg = samples.jpeg(40, 30)
@@ -126,7 +127,7 @@ def test_anthropic_gets_an_image_block(tmp_path, anthropic_api):
             assert blocks[0] == {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg",
                                                              "data": base64.b64encode(jpeg).decode()}}
             assert blocks[1]["type"] == "text" and blocks[1]["text"].startswith("Is this cheque fine?")
-            assert "[Attachment notes.md (text/markdown)]\n# Receipt" in blocks[1]["text"]
+            assert f"[Attachment notes.md (text/markdown), id {notes['id']}]\n# Receipt" in blocks[1]["text"]
             trace = http.get(f"/v1/loom/runs/{run['id']}/trace", headers=h).json()["data"]
             assert base64.b64encode(jpeg).decode() not in json.dumps(trace)
     finally:

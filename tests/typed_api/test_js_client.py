@@ -66,7 +66,7 @@ def test_js_client_against_a_real_server(js_client, server, tenant, toolhost):
     proc = subprocess.run(["node", "--test", "--test-reporter=spec", "test/"], cwd=js_client, capture_output=True,
                           text=True, timeout=180, env={**os.environ, "HEDDLE_JS_TEST": json.dumps(config)})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "pass 6" in proc.stdout and "fail 0" in proc.stdout, proc.stdout[-2000:]
+    assert "pass 7" in proc.stdout and "fail 0" in proc.stdout, proc.stdout[-2000:]
 
 
 def test_redocly_lint_finds_nothing(js_client):

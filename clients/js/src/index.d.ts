@@ -5,6 +5,7 @@ import type { components } from "./schema.js";
 type S = components["schemas"];
 export type Thread = S["Thread"];
 export type Message = S["Message"];
+export type AttachmentInfo = S["AttachmentInfo"];
 export type Run = S["Run"];
 export type RunState = Run["state"];
 export type Trace = S["Trace"];
@@ -79,6 +80,9 @@ export class Loom {
   postMessage(threadId: string, content: string,
     options?: SubjectOption & IdempotencyOption & { connection?: string; [extra: string]: unknown }): Promise<RunHandle>;
   send(args: { agent: string; content: string; subject?: string; connection?: string }): Promise<RunHandle>;
+  upload(threadId: string, file: Blob | ArrayBuffer | Uint8Array,
+    options?: SubjectOption & IdempotencyOption & { name?: string }): Promise<AttachmentInfo>;
+  getAttachment(attachmentId: string, options?: SubjectOption): Promise<AttachmentInfo>;
   getThread(threadId: string, options?: SubjectOption): Promise<ThreadDetail>;
   deleteThread(threadId: string, options?: SubjectOption): Promise<ThreadDeleted>;
   deleteSubject(subject: string): Promise<SubjectDeleted>;

@@ -117,7 +117,7 @@ export class Heddle {
   }
 
   /** One call: the typed `data` of the success envelope, or a HeddleError subclass. */
-  async request(method, path, { body, query, headers = {}, idempotencyKey } = {}) {
+  async request(method, path, { body, form, query, headers = {}, idempotencyKey } = {}) {
     const url = new URL(this.baseUrl + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v != null) url.searchParams.set(k, String(v));
     const h = { ...headers, Authorization: `Bearer ${await this.bearer()}` };
@@ -127,7 +127,9 @@ export class Heddle {
     let response;
     for (let attempt = 0, limited = 0; ; attempt++) {
       try {
-        response = await this.fetch(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+        // A FormData body (an upload) sets its own multipart Content-Type with the boundary.
+        const sent = form ?? (body === undefined ? undefined : JSON.stringify(body));
+        response = await this.fetch(url, { method, headers: h, body: sent });
       } catch (err) {
         if (attempt >= this.retries) throw new TransportError("transport_error", String(err?.message ?? err), 0);
         await sleep(200 * 2 ** attempt);
@@ -193,6 +195,21 @@ export class Loom {
   listThreads({ subject, agent, limit, after } = {}) {
     return this.client.request("GET", "/v1/loom/threads",
       { query: { agent, limit, after }, headers: this.client.loomHeaders(subject) });
+  }
+
+  /** Upload a file (a Blob, File, ArrayBuffer or Uint8Array) to the thread; its type is decided
+   *  by its bytes. Send the returned `id` with `postMessage(..., { attachments: [id] })`. */
+  async upload(threadId, file, { name, subject, idempotencyKey } = {}) {
+    const blob = file instanceof Blob ? file : new Blob([file]);
+    const form = new FormData();
+    form.append("file", blob, name ?? file?.name ?? "file");
+    return this.client.request("POST", `/v1/loom/threads/${encodeURIComponent(threadId)}/attachments`,
+      { form, headers: this.client.loomHeaders(subject), idempotencyKey });
+  }
+
+  async getAttachment(attachmentId, { subject } = {}) {
+    return this.client.request("GET", `/v1/loom/attachments/${encodeURIComponent(attachmentId)}`,
+      { headers: this.client.loomHeaders(subject) });
   }
 
   async postMessage(threadId, content, { subject, connection, idempotencyKey, ...extra } = {}) {

@@ -116,3 +116,18 @@ test("direct: getToken, a conversation and realtime events through pusher-js", {
   assert.ok(minted >= 5);
   assert.throws(() => client.loomHeaders("web:other"), TypeError);
 });
+
+test("relay: upload a file and send it with a message", { skip }, async () => {
+  const client = new Heddle({ baseUrl: env.baseUrl, apiKey: env.apiKey, subject: "web:js-files" });
+  const thread = await client.loom.openThread(env.agent);
+  const csv = new TextEncoder().encode("date,amount\n2026-01-02,12.50\n");
+  const file = await client.loom.upload(thread.id, csv, { name: "export.csv" });
+  assert.equal(file.content_type, "text/csv");
+  assert.equal(file.size, csv.length);
+  assert.deepEqual(await client.loom.getAttachment(file.id), file);
+  await assert.rejects(client.loom.upload(thread.id, new TextEncoder().encode("<svg onload=x></svg>"),
+    { name: "x.svg" }), (err) => err.code === "attachment_type_not_allowed" && err.status === 415);
+  const sent = await client.loom.postMessage(thread.id, "", { attachments: [file.id] });
+  const run = await sent.wait({ until: ["closed", "failed"] });
+  assert.match(run.latest_message.content, /export\.csv/);
+});

@@ -222,6 +222,8 @@ class RequestContextMiddleware:
             allowed = {"application/json"}
             if path in FORM_PATHS or path.startswith("/console/login/"):  # the login page's form
                 allowed.add("application/x-www-form-urlencoded")
+            if STREAMED_UPLOADS.match(path):  # another method than POST: routed, to be answered 405
+                allowed.add("multipart/form-data")
             if ctype not in allowed:
                 return HeddleError(
                     "unsupported_media_type",

@@ -7,10 +7,11 @@ Each API call is described once as a `Call` (method, path, body, headers, the re
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import IO, Any, Generic, TypeVar
 
 import httpx
 from pydantic import BaseModel
@@ -19,6 +20,7 @@ from heddle.api.envelope import Page
 from heddle.client.errors import HeddleAPIError, TransportError, error_class
 from heddle.identify.schemas import IdentifyResult
 from heddle.loom.schemas import (
+    AttachmentInfo,
     Message,
     MessageAccepted,
     Run,
@@ -59,6 +61,7 @@ class Call(Generic[T]):
     body: dict[str, Any] | None = None
     params: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    files: dict[str, tuple[str, bytes]] | None = None  # a multipart upload (then no JSON body)
 
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
@@ -212,6 +215,26 @@ def post_message(auth: Auth, thread_id: str, content: str, subject: str | None, 
     return Call("POST", f"/v1/loom/threads/{thread_id}/messages", MessageAccepted,
                 body={"content": content, **(extra or {})},
                 headers={**auth.loom_headers(subject, connection), **idempotency(key)})
+
+
+def upload(auth: Auth, thread_id: str, data: bytes | str | os.PathLike | IO[bytes], name: str | None,
+           subject: str | None, key: str | None) -> Call[AttachmentInfo]:
+    """An upload of a file (bytes, a path or a binary file object) to the thread; the server
+    decides its type from its bytes. The bytes are read once, so a 429 can send them again."""
+    if isinstance(data, (str, os.PathLike)):
+        name = name or os.path.basename(os.fspath(data))
+        with open(data, "rb") as fh:
+            data = fh.read()
+    elif not isinstance(data, (bytes, bytearray)):
+        name = name or os.path.basename(getattr(data, "name", "") or "") or None
+        data = data.read()
+    return Call("POST", f"/v1/loom/threads/{thread_id}/attachments", AttachmentInfo,
+                files={"file": (name or "file", bytes(data))},
+                headers={**auth.loom_headers(subject), **idempotency(key)})
+
+
+def get_attachment(auth: Auth, attachment_id: str, subject: str | None) -> Call[AttachmentInfo]:
+    return Call("GET", f"/v1/loom/attachments/{attachment_id}", AttachmentInfo, headers=auth.loom_headers(subject))
 
 
 def list_messages(auth: Auth, thread_id: str, subject: str | None, limit: int, after: str | None) -> Call[Page]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Any
+from typing import IO, Any
 
 import httpx
 from httpx_sse import aconnect_sse
@@ -16,6 +17,7 @@ from heddle.client import _core as c
 from heddle.client.errors import RunWaitTimeout
 from heddle.identify.schemas import IdentifyResult
 from heddle.loom.schemas import (
+    AttachmentInfo,
     Message,
     MessageAccepted,
     Run,
@@ -65,6 +67,7 @@ class AsyncHeddle:
         while True:
             try:
                 response = await self._http.request(call.method, call.path, json=call.body, params=call.params,
+                                                     files=call.files,
                                                      headers={**(await self._bearer()), **call.headers})
             except httpx.TransportError as exc:
                 raise c.transport_error(exc) from exc
@@ -121,6 +124,14 @@ class AsyncLoom:
         """Post a user message (it starts a run, or answers the run awaiting input)."""
         call = c.post_message(self._c.auth, thread_id, content, subject, connection, idempotency_key, extra)
         return AsyncRunHandle(self, await self._c.request(call), thread_id, subject)
+
+    async def upload(self, thread_id: str, data: bytes | str | os.PathLike | IO[bytes], *, name: str | None = None,
+                     subject: str | None = None, idempotency_key: str | None = None) -> AttachmentInfo:
+        """Upload a file to the thread; send its `id` in `post_message(..., attachments=[id])`."""
+        return await self._c.request(c.upload(self._c.auth, thread_id, data, name, subject, idempotency_key))
+
+    async def get_attachment(self, attachment_id: str, *, subject: str | None = None) -> AttachmentInfo:
+        return await self._c.request(c.get_attachment(self._c.auth, attachment_id, subject))
 
     async def send(self, agent: str, content: str, *, subject: str | None = None,
                    connection: str | None = None) -> AsyncRunHandle:

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from heddle.loom.attachments.to_model import attachment_tokens, load_parts, ref, with_parts
+from heddle.loom.attachments.to_model import answer_files, attachment_tokens, load_parts, ref, with_parts
 from heddle.loom.models import Agent, Message, Run, ToolCall, Turn
 from heddle.loom.providers.base import DEFAULT_HISTORY_TOKENS, ChatMessage, ModelToolCall
 from heddle.loom.providers.tokens import count_words
@@ -175,6 +175,10 @@ async def build_conversation(session: AsyncSession, run: Run, agent: Agent, call
             if content is not None:
                 messages.append(ChatMessage(role="tool", content=content, tool_call_id=tc.model_call_id,
                                             name=tc.name))
+        # An answer to ask_user that came with files: they follow its result as the user's own.
+        for tc in turn_calls:
+            if tc.kind == "ask" and (tc.result or {}).get("attachments"):
+                messages.append(await answer_files(session, tc.result["attachments"], vision=vision, report=report))
         # A message posted instead of an approval declined these calls and is the next input.
         for message_id in dict.fromkeys(str((tc.result or {}).get("message_id") or "") for tc in turn_calls):
             if message_id and message_id in inputs:

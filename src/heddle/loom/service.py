@@ -114,7 +114,8 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
         asked = await session.scalar(select(ToolCall.id).where(
             ToolCall.run_id == run.id, ToolCall.kind == "ask", ToolCall.status == CALL_PENDING))
         if asked is not None:
-            await work.move_call(asked, CALL_PENDING, "succeed", result={"answer": content})
+            answer = {"answer": content, **({"attachments": files} if files else {})}
+            await work.move_call(asked, CALL_PENDING, "succeed", result=answer)
         else:  # approvals pending: declined, and the message is the next input (see loom/approvals.py)
             await approvals.decline_for_message(work, auth, run, message)
         tokens = ({"session_token": auth.session_token, "session_token_expires_at": auth.session_token_expires_at}

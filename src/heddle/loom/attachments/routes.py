@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from urllib.parse import quote
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from heddle import process_services
@@ -22,6 +22,7 @@ from heddle.api.operations import LOOM, UUIDPath, operation
 from heddle.idempotency.http import idempotent_streamed, set_body_digest
 from heddle.loom import queries as q
 from heddle.loom.attachments import store
+from heddle.loom.attachments.for_tools import signed_attachment
 from heddle.loom.attachments.sniff import Limits, inspect, safe_name
 from heddle.loom.attachments.upload import receive_file
 from heddle.loom.schemas import AttachmentInfo
@@ -92,7 +93,8 @@ def content_disposition(name: str) -> str:
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
-_CONTENT = operation(AttachmentInfo, auth=LOOM, headers=SUBJECT, errors=("subject_required", "not_found"))
+_CONTENT = operation(AttachmentInfo, auth=LOOM, headers=SUBJECT, errors=("subject_required", "not_found",
+                                                                         "forbidden"))
 _CONTENT["response_model"] = None
 _CONTENT["response_class"] = StreamingResponse
 _CONTENT["responses"][200] = {"description": "The bytes, with their stored type, `Content-Disposition: attachment` "
@@ -102,10 +104,20 @@ _CONTENT["responses"][200] = {"description": "The bytes, with their stored type,
 
 
 @router.get("/attachments/{attachment_id}/content", summary="An attachment's bytes (a download)", **_CONTENT)
-async def get_attachment_content(attachment_id: UUIDPath, request: Request) -> Response:
-    async with loom_session(request) as (auth, session):
-        row = await store.visible_attachment(session, auth, attachment_id)
-        aid, name, ctype, size = row.id, row.name, row.content_type, row.size
+async def get_attachment_content(
+        attachment_id: UUIDPath, request: Request,
+        expires: int | None = Query(None, ge=0, description="A signed URL handed to a tool host: its expiry "
+                                    "(unix seconds). With `signature`, no other credential is needed."),
+        signature: str | None = Query(None, min_length=64, max_length=64, description="A signed URL's HMAC "
+                                      "(heddle.toolhost.verify_attachment_url).")) -> Response:
+    if signature is not None or expires is not None:
+        async with process_services.database(request).session() as session:
+            row = await signed_attachment(session, attachment_id, request.url.path, expires, signature)
+            aid, name, ctype, size = row.id, row.name, row.content_type, row.size
+    else:
+        async with loom_session(request) as (auth, session):
+            row = await store.visible_attachment(session, auth, attachment_id)
+            aid, name, ctype, size = row.id, row.name, row.content_type, row.size
     if ctype.startswith("text/") or ctype == "application/json":
         ctype += "; charset=utf-8"
     headers = {"Content-Disposition": content_disposition(name), "X-Content-Type-Options": "nosniff",

@@ -24,13 +24,14 @@ from heddle.loom.models import Attachment, AttachmentChunk, Thread
 from heddle.timeutil import iso
 
 CHUNK_BYTES = 256 * 1024
+SHOWN_INFO = ("width", "height", "pages", "text_layer", "text_chars")  # of what inspecting found
 _INSERT_CHUNK = insert(AttachmentChunk.__table__)
 
 
 def attachment_dict(a: Attachment) -> dict[str, Any]:
     """The metadata the API shows (an attachment, and each entry of a message's `attachments`)."""
     return {"id": str(a.id), "name": a.name, "content_type": a.content_type, "size": a.size, "sha256": a.sha256,
-            **{k: v for k, v in (a.info or {}).items() if k in ("width", "height", "pages", "text_layer", "text_chars")},
+            **{k: v for k, v in (a.info or {}).items() if k in SHOWN_INFO},
             "created_at": iso(a.created_at)}
 
 

@@ -117,6 +117,14 @@ def with_parts(message: ChatMessage, metas: list[dict[str, Any]] | None,
     return ChatMessage(role=message.role, content=message.content, attachments=found)
 
 
+async def answer_files(session: AsyncSession, metas: list[dict[str, Any]], *, vision: bool,
+                       report: dict[str, Any]) -> ChatMessage:
+    """The files of an answer to ask_user (its tool result names them), as a user message."""
+    files = report.setdefault("attachments", {})
+    parts = await load_parts(session, metas, vision=vision, report=files)
+    return with_parts(ChatMessage(role="user", content=None), metas, parts)
+
+
 def stored_request(request: dict[str, Any], conversation: list[ChatMessage]) -> dict[str, Any]:
     """The provider's request as the trace keeps it: each image's base64 replaced by
     `attachment:<id>` (wherever the provider put it), so the trace holds references only."""

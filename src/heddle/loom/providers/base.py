@@ -38,9 +38,14 @@ class AttachmentPart:
     media_type: str
     data: str
 
+    def header(self) -> str:
+        """The file's line in the message text: its name, type and id (a tool may take the id)."""
+        what = "Image" if self.kind == "image" else "Attachment"
+        return f"[{what} {self.name} ({self.media_type}), id {self.attachment_id}]"
+
     def text_block(self) -> str:
-        """How a document goes to every model: as text, with its name."""
-        return f"[Attachment {self.name} ({self.media_type})]\n{self.data}"
+        """How a document goes to every model: as text, under its header."""
+        return f"{self.header()}\n{self.data}"
 
     def data_url(self) -> str:
         return f"data:{self.media_type};base64,{self.data}"
@@ -58,6 +63,7 @@ class ChatMessage:
     def text_with_documents(self) -> str:
         """The content followed by each document attachment's text (images are parts of their own)."""
         blocks = [self.content] if self.content else []
+        blocks += [part.header() for part in self.attachments if part.kind == "image"]
         blocks += [part.text_block() for part in self.attachments if part.kind == "text"]
         return "\n\n".join(blocks)
 

@@ -115,7 +115,8 @@ def build_request(
 def _wire_message(index: int, message: ChatMessage) -> dict[str, Any]:
     if message.role == "user" and message.attachments:
         # Content parts: the text (with documents' text), then each image as a data URL.
-        parts: list[dict[str, Any]] = [{"type": "text", "text": message.text_with_documents()}]
+        text = message.text_with_documents()
+        parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         parts += [{"type": "image_url", "image_url": {"url": image.data_url()}} for image in message.images]
         return {"role": "user", "content": parts}
     if message.role in ("system", "user"):

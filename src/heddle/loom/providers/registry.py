@@ -10,8 +10,8 @@
 
 Fields: `provider` (`openai` | `anthropic` | `scripted`), `model`, `base_url`, `api_key` or
 `api_key_env` (the name of an environment variable holding the key), `input_price_per_1k` and
-`output_price_per_1k` (credits per 1,000 tokens), `vision` (true: the model takes images), `max_tokens`, `timeout` (seconds per
-attempt), `max_retries`, and `options` (`retry_base_delay`, `retry_max_delay`,
+`output_price_per_1k` (credits per 1,000 tokens), `vision` (true: the model takes images),
+`max_tokens`, `timeout` (seconds per attempt), `max_retries`, and `options` (`retry_base_delay`, `retry_max_delay`,
 `retry_after_cap` in seconds, `temperature`, `max_tokens_param`, `stream`: false for a
 server that cannot stream replies), and `history_tokens` (the budget of earlier thread messages
 given to the model, in tokens; see loom/history.py). Unknown fields are refused,

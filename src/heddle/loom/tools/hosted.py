@@ -17,6 +17,7 @@ import httpx
 from sqlalchemy import select
 
 from heddle.db.base import Database, utcnow
+from heddle.loom.attachments.for_tools import AttachmentNotFound, with_signed_urls
 from heddle.loom.lease import Fence
 from heddle.loom.models import Run, ToolCall
 from heddle.loom.providers.base import ToolSpec
@@ -42,6 +43,10 @@ class ToolHostAccess:
     outbound: httpx.AsyncClient
     subject_tokens: SubjectTokenCache
     price_micro: int
+    # Attachment parameters (loom/attachments/for_tools.py): where hosts fetch the signed URLs
+    # from (this server's public URL), and how long a URL lives.
+    public_url: str = "http://127.0.0.1:8080"
+    attachment_url_seconds: float = 300.0
 
 
 async def subject_token(svc: ToolHostAccess, run: Run, workspace: Workspace) -> str:
@@ -111,8 +116,15 @@ async def _call(svc: ToolHostAccess, uow: RunUnitOfWork, run: Run, call: ToolCal
     except MintError as exc:
         return failed(exc.code, f"Could not get a subject token from the workspace mint_url: {exc.message}",
                        connection.id)
+    try:  # attachment ids become their metadata and a signed URL (never the bytes)
+        async with svc.db.session() as session:
+            args = await with_signed_urls(session, run, definition.get("parameters") or {}, call.args or {},
+                                          secret=workspace.request_secret, base_url=svc.public_url,
+                                          ttl=svc.attachment_url_seconds)
+    except AttachmentNotFound as exc:
+        return failed("attachment_not_found", f"Cannot call {call.name}: {exc}.", connection.id)
     payload = {"tool": call.name, "tool_call_id": str(call.id), "run_id": str(run.id),
-               "thread_id": str(run.thread_id), "subject": run.subject, "args": call.args or {}}
+               "thread_id": str(run.thread_id), "subject": run.subject, "args": args}
     # The last write before the host is called (fenced, the call still pending): a crash from
     # here on leaves the call's fate known to be unknown (states.in_flight).
     async with uow.transaction(fence=fence) as work:
