@@ -35,7 +35,7 @@ log = get_logger(__name__)
 GATHER_SECONDS = 0.002
 # After a write, what arrives within this window goes in the next one (the first piece of a
 # reply is never held back by it; the end of a reply goes in the turn's transaction).
-WRITE_WINDOW_SECONDS = 0.1
+WRITE_WINDOW_SECONDS = 0.2
 
 
 class DeltaWriter:
