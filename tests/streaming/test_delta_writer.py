@@ -117,3 +117,34 @@ def test_take_waits_for_the_write_in_progress_so_nothing_is_stored_out_of_order(
     assert not early  # take() waited for the write in progress
     assert before == [0, 1] and taken == [2]
     assert stored == [0, 1, 2]
+
+
+class FailingOnce:
+    """The server's database, except that its first write transaction fails (a pool timeout)."""
+
+    def __init__(self, db):
+        self.db = db
+        self.failures = 1
+
+    def transaction(self):
+        if self.failures:
+            self.failures -= 1
+            raise TimeoutError("QueuePool limit reached")
+        return self.db.transaction()
+
+
+def test_a_failed_write_loses_nothing_its_pieces_go_in_the_next_write(server, tenant):
+    run_id = a_run(server, tenant)
+    db = server.services.database()
+
+    async def scenario():
+        start = await last_seq(db, run_id)
+        writer = DeltaWriter(FailingOnce(db), RunEventSignals(), window_seconds=0.05)
+        writer.append(piece(run_id, 0))
+        await asyncio.sleep(0.02)  # the first write has failed; its piece waits for the next one
+        writer.append(piece(run_id, 1))
+        await writer.drain(run_id)
+        return writer.failed, writer.dropped, writer.writes, await stored_pieces(db, run_id, start)
+
+    failed, dropped, writes, stored = server.call(scenario(), timeout=60)
+    assert (failed, dropped, writes) == (1, 0, 1) and stored == [0, 1]

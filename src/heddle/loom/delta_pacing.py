@@ -16,9 +16,11 @@ own `message.delta` event with its own `seq` and stored id.
 - Realtime (`deltas.py`): every piece is still published at once, one Pusher event each (the
   protocol has no batch of events); it is encoded once, whatever the number of subscribers
   (heddle/realtime/hub.py).
-- Stored log (`RunEventLog` in run_events.py): unchanged, a writer per run stores what
-  arrived during its previous write in one row. A write window was tried and left out; see
-  docs/decisions.md (issue 48).
+- Stored log (`delta_writer.py`): the first piece of a reply is written at once, then one
+  write per `WRITE_WINDOW_SECONDS` carries what arrived meanwhile (one row); the reply's end
+  goes in the turn's own transaction. On PostgreSQL each stored row reaches the other
+  processes' SSE streams with its `seq` on the bus (migration 0019), so they send it without
+  reading the log back.
 """
 
 from __future__ import annotations

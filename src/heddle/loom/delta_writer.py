@@ -13,8 +13,10 @@ stores them in the turn's own transaction, ahead of the reply's `message.created
 a reply never waits for a window. The one rule that keeps the log whole and in order: `take()`
 waits while a write of the run is in progress (its transaction open), since what it takes must
 be numbered after that write's rows; a writer that is only waiting out its window has taken
-nothing, and finds nothing when it wakes. A failed write drops its pieces (a preview: the whole
-message still arrives) and never fails the run.
+nothing, and finds nothing when it wakes. A failed write (a busy pool, a lost connection) puts
+its pieces back ahead of the pending ones, for the next write or the turn's transaction, so it
+loses nothing and fails no run; only after `RETRIES` failures in a row are they dropped (a
+preview: the whole message still arrives).
 """
 
 from __future__ import annotations
@@ -35,7 +37,11 @@ log = get_logger(__name__)
 GATHER_SECONDS = 0.002
 # After a write, what arrives within this window goes in the next one (the first piece of a
 # reply is never held back by it; the end of a reply goes in the turn's transaction).
-WRITE_WINDOW_SECONDS = 0.1
+WRITE_WINDOW_SECONDS = 0.2
+# A failed write's pieces are written again with the next batch (or by the turn's transaction);
+# after this many failures in a row the writer drops them, so a lost database never keeps it
+# (and a `drain()` waiting for it) going.
+RETRIES = 3
 
 
 class DeltaWriter:
@@ -51,7 +57,8 @@ class DeltaWriter:
         # The write in progress of a run (a batch taken, its transaction open), done when stored.
         self._writing: dict[uuid.UUID, asyncio.Future[None]] = {}
         self.writes = 0  # write transactions, for the benchmarks and tests
-        self.dropped = 0  # pieces lost to a failed write (the whole message still arrives)
+        self.failed = 0  # writes that failed; their pieces went back ahead of the pending ones
+        self.dropped = 0  # pieces given up after RETRIES failed writes in a row
 
     def append(self, event: RunEvent) -> None:
         run_id = event.run_id
@@ -64,10 +71,11 @@ class DeltaWriter:
             await asyncio.sleep(GATHER_SECONDS)
             # Taking the batch and marking the write in progress happen together (no await
             # between them), so `take()` either finds the pieces pending or waits for this write.
+            failures = 0
             while batch := self._pending.pop(run_id, None):
                 done = self._writing[run_id] = asyncio.get_running_loop().create_future()
                 try:
-                    await self._store(run_id, batch)
+                    failures = 0 if await self._store(run_id, batch, keep=failures < RETRIES) else failures + 1
                 finally:
                     del self._writing[run_id]
                     done.set_result(None)
@@ -75,18 +83,27 @@ class DeltaWriter:
         finally:
             self._writers.pop(run_id, None)
 
-    async def _store(self, run_id: uuid.UUID, batch: list[RunEvent]) -> None:
+    async def _store(self, run_id: uuid.UUID, batch: list[RunEvent], *, keep: bool) -> bool:
+        """Store `batch` and hand it to the run's live streams; on failure put it back (`keep`)
+        or drop it (the whole message still arrives); False if it failed."""
         try:
             async with self.db.transaction() as session:
                 last = await event_log.append(session, run_id, batch)
-        except Exception as exc:  # deltas are a preview; never fail the run for them
-            self.dropped += len(batch)
+        except Exception as exc:  # a busy pool, a lost connection: the pieces wait for the next write
+            # Back ahead of what arrived since, so the next write or the turn's own transaction
+            # (`take()`) stores them in order: a failed write loses nothing and fails no run.
+            self.failed += 1
+            if keep:
+                self._pending[run_id] = batch + self._pending.get(run_id, [])
+            else:
+                self.dropped += len(batch)
             log.warning("run_events_write_failed", run_id=str(run_id), error=type(exc).__name__,
-                        detail=str(exc)[:200])
-            return
+                        detail=str(exc)[:200], kept=keep)
+            return False
         self.writes += 1
         first = last - len(batch) + 1  # live streams send these without reading them back
         self.signals.notify(run_id, [event.at(first + i) for i, event in enumerate(batch)])
+        return True
 
     async def drain(self, run_id: uuid.UUID) -> None:
         """Wait until every piece appended for this run so far is stored."""

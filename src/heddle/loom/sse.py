@@ -9,7 +9,9 @@ The stream sends every stored event after the cursor, in `seq` order, as
 then waits. It wakes when this process commits events of the run (`RunEventSignals`; the deltas it
 has just stored come with the wake-up and are sent without a read), when the shared event bus
 (`HEDDLE_EVENT_BUS=postgres|redis`) carries an event of the run that another process (a worker,
-or another server behind the same load balancer) published, and every `poll_seconds` whatever
+or another server behind the same load balancer) published (on PostgreSQL with its `seq`,
+migration 0019: sent without a read when it follows the cursor, else read from the log), and
+every `poll_seconds` whatever
 happens, which covers a bus message lost across a reconnect and deployments with no shared bus
 (the interval doubles while nothing happens, up to 8 times, and is back to `poll_seconds` after
 any wake-up: 100 idle streams polling every second cost a busy 2-core server a tenth of a core

@@ -17,7 +17,6 @@ no usage is estimated as before and the turn is marked `heddle_usage_estimated`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -83,10 +82,6 @@ async def stream_openai(client: Any, payload: dict[str, Any], sink: StreamSink) 
             text = reply.add(chunk)
             if text:
                 await sink.delta(text)
-                # One socket read can bring many buffered chunks (a loaded loop reads seldom), and
-                # nothing above awaits real I/O: give the loop a turn per piece, so a new run's
-                # start or another reply's first piece never waits behind a whole burst (issue 48).
-                await asyncio.sleep(0)
     if not reply.finished:
         raise StreamIncomplete("the stream ended without a finish_reason")
     return reply.body()
