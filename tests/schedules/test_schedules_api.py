@@ -104,6 +104,9 @@ def test_a_cron_schedule_is_listed_with_its_next_tick_in_its_time_zone(tenant, h
     ({"content": "x", "at": "2030-01-01T09:00:00Z", "cron": "0 9 * * *"}, "at"),
     ({"content": "x", "at": "2030-01-01T09:00:00Z", "max_runs": 2}, "ends_at"),
     ({"content": "x", "cron": "0 9 * * *", "ends_at": "2020-01-01T00:00:00Z"}, "ends_at"),
+    ({"content": "x", "at": "9999-12-31T23:59:00-01:00"}, "at"),
+    ({"content": "x", "at": "2099-01-01T00:00:00Z"}, "at"),  # more than five years away
+    ({"content": "x", "cron": "0 9 * * *", "ends_at": "9999-12-31T23:59:00-01:00"}, "ends_at"),
 ])
 def test_bad_timing_is_refused_with_invalid_schedule(tenant, http, thread, body, field):
     resp = http.post(f"/v1/loom/threads/{thread}/schedules", json=body, headers=tenant.headers())
