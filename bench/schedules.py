@@ -93,14 +93,15 @@ async def seed(url: str, n: int, due: dt.datetime) -> str:
         await db.dispose()
 
 
-def start_worker(url: str, poll: float, channel: str) -> subprocess.Popen:
+def start_worker(url: str, poll: float, channel: str, pusher: dict[str, str]) -> subprocess.Popen:
     env = {**os.environ, "HEDDLE_DATABASE_URL": url, "HEDDLE_EXECUTOR": "queue", "HEDDLE_EVENT_BUS": "postgres",
-           "HEDDLE_EVENT_BUS_CHANNEL": channel, "HEDDLE_LOG_LEVEL": "WARNING",
+           "HEDDLE_EVENT_BUS_CHANNEL": channel, "HEDDLE_LOG_LEVEL": "WARNING", **pusher,
            "HEDDLE_SCHEDULE_POLL_SECONDS": str(poll), "HEDDLE_MIGRATE_ON_START": "false"}
     fd, port_file = tempfile.mkstemp(prefix="heddle-bench-port-")
     os.close(fd)
+    log = open(f"{port_file}.log", "w")  # noqa: SIM115 (kept open by the child)
     return subprocess.Popen([sys.executable, "-m", "heddle", "worker", "--port", "0", "--port-file", port_file],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
 def pct(values: list[float], p: float) -> float:
@@ -153,10 +154,16 @@ async def one_round(n: int, workers: int, poll: float, lead: float, timeout: flo
         due = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=lead)).replace(microsecond=0)
         await seed(url, n, due)
         channel = f"heddle_bench_{secrets.token_hex(4)}"
-        procs = [start_worker(url, poll, channel) for _ in range(workers)]
+        pusher = {"HEDDLE_PUSHER_APP_ID": "bench", "HEDDLE_PUSHER_KEY": secrets.token_hex(8),
+                  "HEDDLE_PUSHER_SECRET": secrets.token_urlsafe(24)}  # shared, as across a deployment
+        procs = [start_worker(url, poll, channel, pusher) for _ in range(workers)]
         if dt.datetime.now(dt.UTC) >= due:
             print(f"  (seeding took past the due time; raise --lead above {lead:g} s)", file=sys.stderr)
-        return {"workers": workers, **await measure(url, n, due, timeout)}
+        result = {"workers": workers, **await measure(url, n, due, timeout)}
+        dead = [p.args for p in procs if p.poll() is not None]
+        if dead:
+            raise RuntimeError(f"a worker exited early (its output: the .log beside its port file): {dead}")
+        return result
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)

@@ -31,7 +31,7 @@ def schedules_of(http, tenant, thread_id, subject="web:alice"):
     return resp.json()["data"]["items"]
 
 
-def wait_for(predicate, timeout: float = 15.0):
+def wait_for(predicate, timeout: float = 30.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if (value := predicate()):
@@ -42,7 +42,7 @@ def wait_for(predicate, timeout: float = 15.0):
 
 def test_a_one_off_schedule_fires_once_as_a_scheduled_message_and_a_run(tenant, http, thread):
     h = tenant.headers()
-    resp = http.post(f"/v1/loom/threads/{thread}/schedules", json={"content": "check my transfer", "at": soon(0.5)},
+    resp = http.post(f"/v1/loom/threads/{thread}/schedules", json={"content": "check my transfer", "at": soon(3)},
                      headers=h)
     assert resp.status_code == 201, resp.text
     made = resp.json()["data"]
@@ -70,11 +70,11 @@ def test_a_one_off_schedule_fires_once_as_a_scheduled_message_and_a_run(tenant, 
 
 def test_a_cancelled_schedule_never_fires(tenant, http, thread):
     h = tenant.headers()
-    made = http.post(f"/v1/loom/threads/{thread}/schedules", json={"content": "never", "at": soon(1.0)},
+    made = http.post(f"/v1/loom/threads/{thread}/schedules", json={"content": "never", "at": soon(3.0)},
                      headers=h).json()["data"]
     resp = http.delete(f"/v1/loom/schedules/{made['id']}", headers=h)
     assert resp.status_code == 200 and resp.json()["data"]["deleted"] is True
-    time.sleep(1.6)
+    time.sleep(4.0)
     items = http.get(f"/v1/loom/threads/{thread}/messages", headers=h).json()["data"]["items"]
     assert items == []
     assert http.delete(f"/v1/loom/schedules/{made['id']}", headers=h).status_code == 404
@@ -104,6 +104,9 @@ def test_a_cron_schedule_is_listed_with_its_next_tick_in_its_time_zone(tenant, h
     ({"content": "x", "at": "2030-01-01T09:00:00Z", "cron": "0 9 * * *"}, "at"),
     ({"content": "x", "at": "2030-01-01T09:00:00Z", "max_runs": 2}, "ends_at"),
     ({"content": "x", "cron": "0 9 * * *", "ends_at": "2020-01-01T00:00:00Z"}, "ends_at"),
+    ({"content": "x", "at": "9999-12-31T23:59:00-01:00"}, "at"),
+    ({"content": "x", "at": "2099-01-01T00:00:00Z"}, "at"),  # more than five years away
+    ({"content": "x", "cron": "0 9 * * *", "ends_at": "9999-12-31T23:59:00-01:00"}, "ends_at"),
 ])
 def test_bad_timing_is_refused_with_invalid_schedule(tenant, http, thread, body, field):
     resp = http.post(f"/v1/loom/threads/{thread}/schedules", json=body, headers=tenant.headers())

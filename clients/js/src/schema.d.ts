@@ -1878,7 +1878,8 @@ export interface components {
          *       },
          *       "last_run": null,
          *       "last_error": null,
-         *       "created_at": "2026-12-01T12:00:00Z"
+         *       "created_at": "2026-12-01T12:00:00Z",
+         *       "deleted": true
          *     }
          */
         ScheduleDeleted: {

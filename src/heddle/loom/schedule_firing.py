@@ -108,6 +108,10 @@ async def resume_paid(db: Database, *, now: dt.datetime | None = None) -> int:
     """Schedules paused for credits whose workspace has credits again: active, due as they were
     (a one-off fires, late; a cron at its next tick)."""
     now = now or utcnow()
+    paused = select(Schedule.id).where(Schedule.state == PAUSED, Schedule.paused_reason == PAUSED_BY_CREDITS).limit(1)
+    async with db.session() as session:  # a read first: an idle poll takes no write lock (SQLite's one writer)
+        if await session.scalar(paused) is None:
+            return 0
     funded = select(Workspace.id).where(Workspace.balance_micro > 0)
     async with db.transaction() as session:
         result = await session.execute(
@@ -143,6 +147,9 @@ class SchedulePoller:
 
     async def poll(self) -> int:
         await resume_paid(self.db)
+        async with self.db.session() as session:  # a read first: an idle poll writes nothing
+            if await session.scalar(_due(utcnow()).with_only_columns(Schedule.id)) is None:
+                return 0
         total = 0
         while (fired := await fire_due(self.uow, limit=self.batch)) > 0:  # a backlog: no sleep between
             total += fired

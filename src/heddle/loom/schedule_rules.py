@@ -71,6 +71,13 @@ class When:
     first_run_at: dt.datetime
 
 
+def _utc(value: dt.datetime, field: str) -> dt.datetime:
+    try:
+        return value.astimezone(dt.UTC)
+    except (OverflowError, ValueError):  # year 1 or 9999 with an offset
+        raise _invalid(field, f"`{field}` is out of range.") from None
+
+
 def check(*, at: dt.datetime | None, cron: str | None, timezone: str | None, ends_at: dt.datetime | None,
           max_runs: int | None, now: dt.datetime) -> When:
     """The timing of a new schedule, or 400 `invalid_schedule` naming the field."""
@@ -83,7 +90,7 @@ def check(*, at: dt.datetime | None, cron: str | None, timezone: str | None, end
             raise _invalid("at", "`at` needs its offset (RFC 3339), e.g. 2026-12-01T09:00:00+01:00.")
         if ends_at is not None or max_runs is not None:
             raise _invalid("ends_at", "`ends_at` and `max_runs` are for a cron; `at` fires once.")
-        at = at.astimezone(dt.UTC)
+        at = _utc(at, "at")
         if at <= now:
             raise _invalid("at", f"`at` is in the past ({at.isoformat()}); give a time after now.")
         if at - now > HORIZON:
@@ -93,7 +100,7 @@ def check(*, at: dt.datetime | None, cron: str | None, timezone: str | None, end
     if ends_at is not None:
         if ends_at.tzinfo is None:
             raise _invalid("ends_at", "`ends_at` needs its offset (RFC 3339).")
-        ends_at = ends_at.astimezone(dt.UTC)
+        ends_at = _utc(ends_at, "ends_at")
         if ends_at <= now:
             raise _invalid("ends_at", "`ends_at` is in the past.")
     first = next_tick(text, tz, now)

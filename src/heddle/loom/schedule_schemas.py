@@ -78,4 +78,5 @@ class ScheduleList(ReadModel):
 
 
 class ScheduleDeleted(Schedule):
+    model_config = ConfigDict(json_schema_extra={"examples": [{**_EXAMPLE, "deleted": True}]})
     deleted: bool
