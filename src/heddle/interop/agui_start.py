@@ -21,15 +21,16 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
 from heddle.interop.agui_input import Ask, answer_text, approval_of, outcome_of
+from heddle.interop.run_follow import last_seq
 from heddle.loom import approvals, cancellation, rows, service
 from heddle.loom import queries as q
 from heddle.loom.agents import get_agent
-from heddle.loom.models import Message, Run, RunEventRow, Thread, ToolCall
+from heddle.loom.models import Message, Run, Thread, ToolCall
 from heddle.loom.unit_of_work import RunWork
 from heddle.runs_vocabulary import (
     AWAITING_INPUT,
@@ -67,11 +68,6 @@ async def _thread(session, auth: AuthContext, agent_pk: str, thread_ref: str) ->
         return thread
     data, _ = await service.open_thread(session, auth, agent_pk)
     return await session.get(Thread, uuid.UUID(data["id"]))
-
-
-async def _last_seq(session, run_id: uuid.UUID) -> int:
-    return int(await session.scalar(select(func.coalesce(func.max(RunEventRow.seq), 0))
-                                    .where(RunEventRow.run_id == run_id)))
 
 
 async def _call_of(session, run: Run | None, tool_call_id: str) -> ToolCall | None:
@@ -127,7 +123,7 @@ async def start(work: RunWork, auth: AuthContext, agent_id: str, thread_ref: str
     if ask.resume or ask.tool_results:
         if latest is None:
             raise _not_waiting(None, (ask.resume[0].interrupt_id if ask.resume else ask.tool_results[0][0]))
-        after = await _last_seq(session, latest.id)
+        after = await last_seq(session, latest.id)
         await _resume(work, auth, thread, latest, ask)
         for tool_call_id, content in ask.tool_results:
             call = await _call_of(session, latest, tool_call_id)
@@ -142,7 +138,7 @@ async def start(work: RunWork, auth: AuthContext, agent_id: str, thread_ref: str
                                        .order_by(Message.seq).limit(1))
         if opening == ask.user_text:  # the same message again: follow its run from the start
             return Started(latest.id, thread.id, 0)
-    after = await _last_seq(session, latest.id) if latest is not None and latest.state == AWAITING_INPUT else 0
+    after = await last_seq(session, latest.id) if latest is not None and latest.state == AWAITING_INPUT else 0
     extra = {"client_tools": ask.client_tools} if ask.client_tools else None
     data = await service.post_message(work, auth, str(thread.id), ask.user_text or "", origin=ORIGIN_AGUI,
                                       run_extra=extra)
