@@ -53,6 +53,7 @@ def test_approval_interrupt_then_resume(http, tenant, toolhost, mode):
     assert finished(events)["type"] == "RUN_FINISHED"
     result = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
     assert result and json.loads(result[0]["content"])["result"] == {"paid": 5}
+    assert "TOOL_CALL_START" not in types(events)  # told by the first stream: only its result now
     assert len(toolhost.calls("/tools/pay")) == 1
     # Declined next time: the call is not made.
     status, events = stream(http, tenant.agent, h, run_input(f"t-appr-{mode}", user('call: pay {"amount": 7}')))

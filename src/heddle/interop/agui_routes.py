@@ -61,6 +61,8 @@ async def agui_run(agent_id: str, request: Request):
                 raise
     process_metrics(request).interop_requests.labels("agui").inc()
     follow = follow_run(request, started.run_id, started.after)
-    translator = Translator(svc.database(), started.run_id, body.thread_id, body.run_id)
-    return CountedStreamingResponse(agui_stream(follow, translator, started.thread_id),
+    translator = Translator(svc.database(), started.run_id, body.thread_id, body.run_id,
+                            commits_wake=svc.settings.executor != "queue")
+    return CountedStreamingResponse(agui_stream(follow, translator, started.thread_id, told=started.told,
+                                                told_answered=started.told_answered),
                                     media_type="text/event-stream", headers=SSE_HEADERS, release=release)

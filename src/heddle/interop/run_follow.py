@@ -37,6 +37,11 @@ class FollowedRun(RunEventStream):
         super().__init__(*args, **kwargs)
         self.after = self.cursor
         self._inbox: list[RunEvent] = []
+        self.reads = 0  # reads of the log so far (the first is the stream's own start)
+
+    async def _read(self):
+        self.reads += 1  # a wake-up that asked for a read: something of the run was committed
+        return await super()._read()
 
     def _frames(self, rows: list[RunEvent], out: list[str]) -> bool:
         ends = False
