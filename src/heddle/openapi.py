@@ -38,6 +38,8 @@ TAGS = [
     {"name": "identify", "description": "Resolve an identifier to its institution, rails and holder name."},
     {"name": "loom", "description": "Agent conversations: threads, messages, runs, traces and outcomes."},
     {"name": "realtime", "description": "Thread events over the Pusher protocol (pusher-js)."},
+    {"name": "interop", "description": "Agents over AG-UI (RunAgentInput in, AG-UI events out) and A2A "
+                                       "(agent cards, JSON-RPC) (docs/interop.md)."},
     {"name": "workspace", "description": "The calling workspace."},
     {"name": "operations", "description": "Liveness and readiness."},
     # Last, after every operation: /docs and /redoc open on the operations and Authorize, not on

@@ -53,6 +53,7 @@ def test_approval_interrupt_then_resume(http, tenant, toolhost, mode):
     assert finished(events)["type"] == "RUN_FINISHED"
     result = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
     assert result and json.loads(result[0]["content"])["result"] == {"paid": 5}
+    assert "TOOL_CALL_START" not in types(events)  # told by the first stream: only its result now
     assert len(toolhost.calls("/tools/pay")) == 1
     # Declined next time: the call is not made.
     status, events = stream(http, tenant.agent, h, run_input(f"t-appr-{mode}", user('call: pay {"amount": 7}')))
@@ -109,3 +110,37 @@ def test_protocol_streams_are_counted_with_the_event_streams(http, tenant, toolh
     while len(held) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [finished(events)["type"] for _, events in held] == ["RUN_FINISHED", "RUN_FINISHED"]
+
+
+def test_a2a_approval_answered_with_a_data_part(tenant, toolhost, server):
+    """A2A: a task waiting for an approval is input-required, its calls in a data part; a message
+    to the task with `{"tool_call_id", "approved"}` answers it, and the call is made."""
+    import asyncio
+
+    from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, TaskState
+    from google.protobuf.json_format import MessageToDict
+
+    from interop.a2a_kit import client_for, send
+
+    published = tenant.add_agent({"name": "payer", "model_class": "scripted", "instructions": "",
+                                  "tools": AGENT_TOOLS, "a2a": {"publish": True}})
+
+    async def scenario():
+        client, raw, _ = await client_for(server.base_url, published, tenant.headers("web:a2a-appr"))
+        try:
+            task = (await send(client, 'call: pay {"amount": 3}'))[-1].task
+            assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            data = MessageToDict(task.status.message.parts[1].data)
+            assert data["pending"] == "approval" and data["tool_calls"][0]["name"] == "pay"
+            answer = Part()
+            answer.data.struct_value.update({"tool_call_id": data["tool_calls"][0]["tool_call_id"], "approved": True})
+            request = SendMessageRequest(message=Message(message_id="m-approve", role=Role.ROLE_USER, parts=[answer],
+                                                         task_id=task.id, context_id=task.context_id))
+            done = [e async for e in client.send_message(request)][-1].task
+            assert done.id == task.id and done.status.state == TaskState.TASK_STATE_COMPLETED, done
+        finally:
+            await client.close()
+            await raw.aclose()
+
+    asyncio.run(scenario())
+    assert len(toolhost.calls("/tools/pay")) == 1

@@ -62,6 +62,8 @@ def test_every_v1_operation_has_a_typed_success_body(doc):
                 continue  # GET /runs/{id}/events: Server-Sent Events, each event's data a Run or Message
             if "application/octet-stream" in op["responses"][status]["content"]:
                 continue  # GET /attachments/{id}/content: the file's bytes
+            if path.startswith("/v1/a2a/"):
+                continue  # A2A's own JSON (agent card, JSON-RPC responses), not Heddle's envelope
             envelope = resolve(doc, op["responses"][status]["content"]["application/json"]["schema"])
             assert envelope["properties"]["status"]["const"] == "success"
             data = resolve(doc, envelope["properties"]["data"])
@@ -75,7 +77,7 @@ def test_security_per_operation(doc):
         names = {name for req in op["security"] for name in req}
         if path.startswith("/v1/loom/subjects/"):  # erasure of a person: relay key only
             assert names == {"workspaceKey"}, (method, path)
-        elif path.startswith("/v1/loom/"):
+        elif path.startswith(("/v1/loom/", "/v1/agui/", "/v1/a2a/")):  # Loom's auth (AG-UI, A2A: docs/interop.md)
             assert names == {"workspaceKey", "sessionToken"}, (method, path)
         else:
             assert names == {"workspaceKey"}, (method, path)

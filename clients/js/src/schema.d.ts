@@ -2465,6 +2465,119 @@ export interface components {
             realtime: boolean;
         };
         /**
+         * A2AJsonRpcRequest
+         * @description An A2A JSON-RPC 2.0 request: v1.0 methods (SendMessage, SendStreamingMessage, GetTask, ListTasks,
+         *     CancelTask, SubscribeToTask; send `A2A-Version: 1.0`) or v0.3's (message/send, message/stream,
+         *     tasks/get, tasks/cancel, tasks/resubscribe).
+         * @example {
+         *       "id": 1,
+         *       "jsonrpc": "2.0",
+         *       "method": "message/send",
+         *       "params": {
+         *         "message": {
+         *           "kind": "message",
+         *           "messageId": "m-1",
+         *           "parts": [
+         *             {
+         *               "kind": "text",
+         *               "text": "Where does DEUTDEFF go?"
+         *             }
+         *           ],
+         *           "role": "user"
+         *         }
+         *       }
+         *     }
+         */
+        A2AJsonRpcRequest: {
+            /**
+             * Jsonrpc
+             * @description `2.0`.
+             */
+            jsonrpc: string;
+            /**
+             * Id
+             * @default null
+             */
+            id?: number | string | null;
+            /** Method */
+            method: string;
+            /**
+             * Params
+             * @default null
+             */
+            params?: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /**
+         * AgUiRunAgentInput
+         * @description AG-UI's RunAgentInput (docs/interop.md): the conversation so far, the caller's front-end
+         *     tools, and `resume` entries answering the previous request's interrupts.
+         * @example {
+         *       "messages": [
+         *         {
+         *           "content": "Where does DEUTDEFF go?",
+         *           "id": "m-1",
+         *           "role": "user"
+         *         }
+         *       ],
+         *       "runId": "r-1",
+         *       "threadId": "t-1"
+         *     }
+         */
+        AgUiRunAgentInput: {
+            /**
+             * Threadid
+             * @description The Heddle thread's id, or an id of the caller's own (then the subject's thread with the agent).
+             */
+            threadId: string;
+            /**
+             * Runid
+             * @description Echoed in RUN_STARTED and RUN_FINISHED.
+             */
+            runId: string;
+            /**
+             * Messages
+             * @description AG-UI messages; those after the agent's last one are acted on.
+             */
+            messages: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * Tools
+             * @description Front-end tools: the run waits on their calls.
+             * @default null
+             */
+            tools?: {
+                [key: string]: unknown;
+            }[] | null;
+            /**
+             * Context
+             * @default null
+             */
+            context?: {
+                [key: string]: unknown;
+            }[] | null;
+            /**
+             * State
+             * @default null
+             */
+            state?: unknown;
+            /**
+             * Forwardedprops
+             * @default null
+             */
+            forwardedProps?: unknown;
+            /**
+             * Resume
+             * @description Answers to the previous request's interrupts.
+             * @default null
+             */
+            resume?: {
+                [key: string]: unknown;
+            }[] | null;
+        };
+        /**
          * RealtimeAuthRequest
          * @description What pusher-js posts (form-encoded) to authorize a private channel; JSON works too.
          * @example {
@@ -6647,31 +6760,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "threadId": "t-1",
-                 *       "runId": "r-1",
-                 *       "messages": [
-                 *         {
-                 *           "id": "m-1",
-                 *           "role": "user",
-                 *           "content": "Where does DEUTDEFF go?"
-                 *         }
-                 *       ]
-                 *     }
-                 */
-                "application/json": {
-                    /** @description The Heddle thread's id, or any id of the caller's own (then the subject's thread with the agent). */
-                    threadId: string;
-                    runId: string;
-                    messages: Record<string, never>[];
-                    /** @description Front-end tools: the run waits on their calls, answered by `tool` messages. */
-                    tools?: Record<string, never>[];
-                    context?: Record<string, never>[];
-                    state?: unknown;
-                    forwardedProps?: unknown;
-                    resume?: Record<string, never>[];
-                };
+                "application/json": components["schemas"]["AgUiRunAgentInput"];
             };
         };
         responses: {
@@ -6976,32 +7065,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "jsonrpc": "2.0",
-                 *       "id": 1,
-                 *       "method": "message/send",
-                 *       "params": {
-                 *         "message": {
-                 *           "messageId": "m-1",
-                 *           "role": "user",
-                 *           "parts": [
-                 *             {
-                 *               "kind": "text",
-                 *               "text": "Where does DEUTDEFF go?"
-                 *             }
-                 *           ]
-                 *         }
-                 *       }
-                 *     }
-                 */
-                "application/json": {
-                    /** @constant */
-                    jsonrpc: "2.0";
-                    id?: unknown;
-                    method: string;
-                    params?: Record<string, never>;
-                };
+                "application/json": components["schemas"]["A2AJsonRpcRequest"];
             };
         };
         responses: {

@@ -47,6 +47,7 @@ from a2a.utils.errors import (
     TaskNotCancelableError,
     TaskNotFoundError,
 )
+from google.protobuf.json_format import MessageToDict
 from sqlalchemy import func, select
 from starlette.requests import Request
 
@@ -54,10 +55,10 @@ from heddle.api.deps import services
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
 from heddle.interop import a2a_tasks
-from heddle.interop.run_follow import follow_run
-from heddle.loom import cancellation, service
+from heddle.interop.run_follow import follow_run, last_seq
+from heddle.loom import approvals, cancellation, service
 from heddle.loom import queries as q
-from heddle.loom.models import Agent, Run, RunEventRow
+from heddle.loom.models import Agent, Run
 from heddle.loom.models import Message as MessageRow
 from heddle.loom.serializers import message_dict
 from heddle.loom.views import render_run
@@ -113,6 +114,33 @@ async def _work(call: A2ACall):
         raise _refused(exc) from None
 
 
+def _answers(message: Message) -> list[dict[str, Any]]:
+    """Data parts answering calls a task waits on: `{"tool_call_id", "approved", "reason"?}` for an
+    approval, `{"tool_call_id", "state": "occurred"|"failed", "detail"?}` for an outcome."""
+    found = []
+    for part in message.parts:
+        if part.WhichOneof("content") == "data":
+            value = MessageToDict(part.data)
+            if isinstance(value, dict) and isinstance(value.get("tool_call_id"), str):
+                found.append(value)
+    return found
+
+
+async def _answer_calls(work, call: A2ACall, run: Run, answers: list[dict[str, Any]]) -> None:
+    for answer in answers:
+        if isinstance(answer.get("approved"), bool):
+            reason = answer.get("reason")
+            await approvals.answer(work, call.auth, str(run.id), answer["tool_call_id"], answer["approved"],
+                                   str(reason)[:2000] if reason is not None else None)
+        elif answer.get("state") in ("occurred", "failed"):
+            detail = answer.get("detail")
+            await service.post_outcome(work, call.auth, str(run.id), answer["tool_call_id"], answer["state"],
+                                       detail if isinstance(detail, dict) else {})
+        else:
+            raise InvalidParamsError(message="An answer names tool_call_id with approved (true/false) or state "
+                                             "(occurred/failed).", data={"code": "invalid_request"})
+
+
 def _text(message: Message) -> str:
     text = "\n".join(part.text for part in message.parts if part.WhichOneof("content") == "text").strip()
     if not text:
@@ -162,21 +190,24 @@ class HeddleA2AHandler(RequestHandler):
 
     async def _send(self, call: A2ACall, message: Message) -> tuple[uuid.UUID, int]:
         """Post the message; the run it started or answered, and the last seq of its log before."""
-        text = _text(message)
+        answers = _answers(message) if message.task_id else []
+        text = _text(message) if not answers else ""
         call.auth.require_subject()
         async with _work(call) as work:
             session = work.session
             after = 0
             if message.task_id:
                 run = await _visible_run(session, call, message.task_id)
+                after = await last_seq(session, run.id)
+                if answers:  # approvals or outcomes of the calls the task waits on
+                    await _answer_calls(work, call, run, answers)
+                    return run.id, after
                 if run.state != AWAITING_INPUT:
                     raise InvalidParamsError(
                         message=f"Task {run.id} is {run.state}: only a task in input-required for a question "
                                 "takes a message; send one without taskId for a new task.",
                         data={"code": "task_not_awaiting_input", "state": run.state})
                 thread_id = str(run.thread_id)
-                after = int(await session.scalar(select(func.coalesce(func.max(RunEventRow.seq), 0))
-                                                 .where(RunEventRow.run_id == run.id)))
             else:
                 thread_id = await _thread(session, call, message.context_id)
             data = await service.post_message(work, call.auth, thread_id, text, origin=ORIGIN_A2A)

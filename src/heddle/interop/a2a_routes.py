@@ -28,10 +28,11 @@ from fastapi.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from heddle.api.deps import loom_session
-from heddle.api.operations import LOOM, operation
+from heddle.api.operations import LOOM, operation, raw_request_body
 from heddle.errors import HeddleError
 from heddle.interop.a2a_handler import A2ACall, HeddleA2AHandler
 from heddle.interop.a2a_tasks import agent_card
+from heddle.interop.schemas import A2AJsonRpcRequest
 from heddle.loom.agents import get_agent
 from heddle.observability import tracing
 
@@ -48,16 +49,6 @@ class _Context(DefaultServerCallContextBuilder):
 
 
 DISPATCHER = JsonRpcDispatcher(HeddleA2AHandler(), context_builder=_Context(), enable_v0_3_compat=True)
-
-JSON_RPC_BODY = {"required": True, "content": {"application/json": {"schema": {
-    "type": "object", "title": "A2A JSON-RPC request", "required": ["jsonrpc", "method"],
-    "description": "An A2A JSON-RPC 2.0 request: v1.0 methods (SendMessage, SendStreamingMessage, GetTask, "
-                   "ListTasks, CancelTask, SubscribeToTask) or v0.3's (message/send, message/stream, tasks/get, "
-                   "tasks/cancel, tasks/resubscribe). Send `A2A-Version: 1.0` for v1.0.",
-    "properties": {"jsonrpc": {"const": "2.0"}, "id": {}, "method": {"type": "string"}, "params": {"type": "object"}}},
-    "example": {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
-        "messageId": "m-1", "role": "user", "parts": [{"kind": "text", "text": "Where does DEUTDEFF go?"}]}}}}}}
-
 
 def _json_operation(description: str, **kwargs) -> dict:
     """`operation()` for a route whose 200 is the protocol's own JSON (no Heddle envelope)."""
@@ -88,7 +79,8 @@ async def a2a_card(agent_id: str, request: Request):
 @router.post("/{agent_id}", summary="A2A JSON-RPC: send messages (and stream), get, list and cancel tasks",
              **_json_operation("A JSON-RPC response (for the streaming methods, Server-Sent Events of JSON-RPC "
                                "responses); protocol errors are JSON-RPC errors", headers=("Service-Subject",),
-                               body=True, request_body=JSON_RPC_BODY, errors=("agent_not_found", "subject_required")))
+                               body=True, request_body=raw_request_body(A2AJsonRpcRequest),
+                               errors=("agent_not_found", "subject_required")))
 async def a2a_rpc(agent_id: str, request: Request):
     with tracing.span("a2a.request", {"heddle.interop.protocol": "a2a", "gen_ai.agent.id": agent_id[:80]}):
         auth, agent = await _published(request, agent_id, subject=True)

@@ -88,8 +88,15 @@ def _now_ms() -> int:
 class Translator:
     """The AG-UI events of one request's stream, from the run's events and its tool calls."""
 
-    def __init__(self, db: Database, run_id: uuid.UUID, thread_ref: str, run_ref: str):
+    def __init__(self, db: Database, run_id: uuid.UUID, thread_ref: str, run_ref: str, *,
+                 commits_wake: bool = False):
         self.db = db
+        # In-process execution: every commit of the run wakes its streams for a read, so the
+        # calls need reading again only after such a read (`FollowedRun.reads`); with workers
+        # (queue mode) a call's commit wakes nothing here, so each new reply reads them.
+        self.commits_wake = commits_wake
+        self.reads_seen = 1  # the stream's first read: the calls are read just before it
+        self.follow: FollowedRun | None = None
         self.run_id = run_id
         self.thread_ref, self.run_ref = thread_ref, run_ref
         self.open_message: str | None = None  # the text message started and not yet ended
@@ -116,8 +123,24 @@ class Translator:
             self.calls = list(await session.scalars(
                 select(ToolCall).where(ToolCall.run_id == self.run_id).order_by(ToolCall.seq)))
 
+    async def prime(self, out: list[BaseEvent], *, told: frozenset[str] = frozenset(),
+                    told_answered: frozenset[str] = frozenset()) -> None:
+        """The run's calls as this stream starts. When it continues a run, the calls the previous
+        request's stream told (agui_start.py `Started.told`) are not told again, only results it
+        did not tell; calls made since, and any of a run followed from its start, are told now."""
+        self.started_calls |= told
+        self.answered_calls |= told_answered
+        await self._tool_calls(out)
+
+    def _calls_may_have_changed(self) -> bool:
+        if not self.commits_wake or self.follow is None:
+            return True
+        return self.follow.reads > self.reads_seen
+
     async def _tool_calls(self, out: list[BaseEvent]) -> None:
         """The run's tool calls not told yet: started (and answered, when they have a result)."""
+        if self.follow is not None:
+            self.reads_seen = max(self.reads_seen, self.follow.reads)
         await self._read_calls()
         for call in self.calls:
             cid = str(call.id)
@@ -192,7 +215,8 @@ class Translator:
                     continue
                 if message_id != self.open_message:
                     self._end_message(out)
-                    await self._tool_calls(out)  # what the run did before this reply
+                    if self._calls_may_have_changed():
+                        await self._tool_calls(out)  # what the run did before this reply
                     out.append(TextMessageStartEvent(message_id=message_id, role="assistant"))
                     self.open_message = message_id
                 if data.get("delta"):
@@ -223,11 +247,19 @@ class Translator:
         return out
 
 
-async def agui_stream(follow: FollowedRun, translator: Translator, heddle_thread: uuid.UUID) -> AsyncIterator[str]:
+async def agui_stream(follow: FollowedRun, translator: Translator, heddle_thread: uuid.UUID, *,
+                      told: frozenset[str] = frozenset(),
+                      told_answered: frozenset[str] = frozenset()) -> AsyncIterator[str]:
     """The request's AG-UI events, encoded by ag-ui-protocol's `EventEncoder` (heartbeat comments
     pass through: AG-UI clients skip them, proxies keep the connection)."""
     encoder = EventEncoder()
+    translator.follow = follow
     yield "".join(encoder.encode(e) for e in translator.started(heddle_thread))
+    if translator.commits_wake or follow.after > 0:  # the calls before the log's first read
+        early: list[BaseEvent] = []
+        await translator.prime(early, told=told, told_answered=told_answered)
+        if early:
+            yield "".join(encoder.encode(e) for e in early)
     async for batch in follow.batches():
         if batch is None:
             yield HEARTBEAT

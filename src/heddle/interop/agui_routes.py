@@ -15,12 +15,13 @@ import json
 from fastapi import APIRouter, Request
 
 from heddle.api.deps import services
-from heddle.api.operations import LOOM, operation
+from heddle.api.operations import LOOM, operation, raw_request_body
 from heddle.errors import HeddleError
 from heddle.interop import agui_input
 from heddle.interop.agui_events import Translator, agui_stream
 from heddle.interop.agui_start import start
 from heddle.interop.run_follow import follow_run
+from heddle.interop.schemas import AgUiRunAgentInput
 from heddle.loom.events_routes import SSE_HEADERS
 from heddle.loom.stream_limits import CountedStreamingResponse
 from heddle.loom.write_request import write_request
@@ -29,30 +30,9 @@ from heddle.observability.metrics import process_metrics
 
 router = APIRouter(prefix="/v1/agui", tags=["interop"])
 
-RUN_AGENT_INPUT = {"required": True, "content": {"application/json": {"schema": {
-    "type": "object", "title": "RunAgentInput",
-    "description": "AG-UI's RunAgentInput (https://docs.ag-ui.com): the conversation so far, the caller's "
-                   "front-end tools, and `resume` entries answering the previous run's interrupts.",
-    "required": ["threadId", "runId", "messages"],
-    "properties": {
-        "threadId": {"type": "string", "description": "The Heddle thread's id, or any id of the caller's own "
-                                                      "(then the subject's thread with the agent)."},
-        "runId": {"type": "string"},
-        "messages": {"type": "array", "items": {"type": "object"}},
-        "tools": {"type": "array", "items": {"type": "object"},
-                  "description": "Front-end tools: the run waits on their calls, answered by `tool` messages."},
-        "context": {"type": "array", "items": {"type": "object"}},
-        "state": {},
-        "forwardedProps": {},
-        "resume": {"type": "array", "items": {"type": "object"}},
-    }},
-    "example": {"threadId": "t-1", "runId": "r-1",
-                "messages": [{"id": "m-1", "role": "user", "content": "Where does DEUTDEFF go?"}]}}}}
-
-
 @router.post("/{agent_id}", summary="Run an agent over AG-UI (RunAgentInput in, AG-UI events out)",
              **operation(None, auth=LOOM, headers=("Service-Subject", "Service-Connection"), body=True,
-                         request_body=RUN_AGENT_INPUT,
+                         request_body=raw_request_body(AgUiRunAgentInput),
                          errors=("subject_required", "agent_not_found", "not_found", "run_active",
                                  "run_not_awaiting_outcome", "run_not_awaiting_approval", "agui_nothing_to_run",
                                  "connection_required", "connection_not_found", "rate_limited"),
@@ -81,6 +61,8 @@ async def agui_run(agent_id: str, request: Request):
                 raise
     process_metrics(request).interop_requests.labels("agui").inc()
     follow = follow_run(request, started.run_id, started.after)
-    translator = Translator(svc.database(), started.run_id, body.thread_id, body.run_id)
-    return CountedStreamingResponse(agui_stream(follow, translator, started.thread_id),
+    translator = Translator(svc.database(), started.run_id, body.thread_id, body.run_id,
+                            commits_wake=svc.settings.executor != "queue")
+    return CountedStreamingResponse(agui_stream(follow, translator, started.thread_id, told=started.told,
+                                                told_answered=started.told_answered),
                                     media_type="text/event-stream", headers=SSE_HEADERS, release=release)

@@ -21,15 +21,16 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from heddle.auth.context import AuthContext
 from heddle.errors import HeddleError
 from heddle.interop.agui_input import Ask, answer_text, approval_of, outcome_of
+from heddle.interop.run_follow import last_seq
 from heddle.loom import approvals, cancellation, rows, service
 from heddle.loom import queries as q
 from heddle.loom.agents import get_agent
-from heddle.loom.models import Message, Run, RunEventRow, Thread, ToolCall
+from heddle.loom.models import Message, Run, Thread, ToolCall
 from heddle.loom.unit_of_work import RunWork
 from heddle.runs_vocabulary import (
     AWAITING_INPUT,
@@ -49,6 +50,10 @@ class Started:
     run_id: uuid.UUID
     thread_id: uuid.UUID
     after: int  # the last seq of the run's log before this request (0: from the start)
+    # The run's calls as the previous request's stream ended (before this request changed them):
+    # those it told, and those whose result it told, which this stream does not tell again.
+    told: frozenset[str] = frozenset()
+    told_answered: frozenset[str] = frozenset()
 
 
 def nothing_to_run() -> HeddleError:
@@ -69,9 +74,12 @@ async def _thread(session, auth: AuthContext, agent_pk: str, thread_ref: str) ->
     return await session.get(Thread, uuid.UUID(data["id"]))
 
 
-async def _last_seq(session, run_id: uuid.UUID) -> int:
-    return int(await session.scalar(select(func.coalesce(func.max(RunEventRow.seq), 0))
-                                    .where(RunEventRow.run_id == run_id)))
+async def _told(session, run: Run) -> tuple[frozenset[str], frozenset[str]]:
+    calls = list(await session.scalars(select(ToolCall).where(ToolCall.run_id == run.id)))
+    told = frozenset(str(c.id) for c in calls if c.kind != "ask" and c.status != CALL_PENDING)
+    answered = frozenset(str(c.id) for c in calls if str(c.id) in told
+                         and (c.status in ("succeeded", "failed", "resolved", "declined") or c.kind == "client"))
+    return told, answered
 
 
 async def _call_of(session, run: Run | None, tool_call_id: str) -> ToolCall | None:
@@ -127,7 +135,8 @@ async def start(work: RunWork, auth: AuthContext, agent_id: str, thread_ref: str
     if ask.resume or ask.tool_results:
         if latest is None:
             raise _not_waiting(None, (ask.resume[0].interrupt_id if ask.resume else ask.tool_results[0][0]))
-        after = await _last_seq(session, latest.id)
+        after = await last_seq(session, latest.id)
+        told, answered = await _told(session, latest)
         await _resume(work, auth, thread, latest, ask)
         for tool_call_id, content in ask.tool_results:
             call = await _call_of(session, latest, tool_call_id)
@@ -135,18 +144,20 @@ async def start(work: RunWork, auth: AuthContext, agent_id: str, thread_ref: str
                 raise _not_waiting(latest, tool_call_id)
             await service.post_outcome(work, auth, str(latest.id), str(call.id), "occurred",
                                        {"result": content[:32_000]})
-        return Started(latest.id, thread.id, after)
+        return Started(latest.id, thread.id, after, told, answered)
     if latest is not None and latest.state in (RUNNING, QUEUED):
         opening = await session.scalar(select(Message.content).where(Message.run_id == latest.id,
                                                                      Message.role == "user")
                                        .order_by(Message.seq).limit(1))
         if opening == ask.user_text:  # the same message again: follow its run from the start
             return Started(latest.id, thread.id, 0)
-    after = await _last_seq(session, latest.id) if latest is not None and latest.state == AWAITING_INPUT else 0
+    answering = latest is not None and latest.state == AWAITING_INPUT
+    after = await last_seq(session, latest.id) if answering else 0
+    told, answered = await _told(session, latest) if answering else (frozenset(), frozenset())
     extra = {"client_tools": ask.client_tools} if ask.client_tools else None
     data = await service.post_message(work, auth, str(thread.id), ask.user_text or "", origin=ORIGIN_AGUI,
                                       run_extra=extra)
     run_id = uuid.UUID(data["run_id"])
     if latest is None or run_id != latest.id:
-        after = 0
-    return Started(run_id, thread.id, after)
+        return Started(run_id, thread.id, 0)
+    return Started(run_id, thread.id, after, told, answered)

@@ -13,9 +13,11 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+from sqlalchemy import func, select
 from starlette.requests import Request
 
 from heddle.api.deps import services
+from heddle.loom.models import RunEventRow
 from heddle.loom.run_event import RunEvent
 from heddle.loom.sse import RunEventStream
 from heddle.runs_vocabulary import RUN_UPDATED, SETTLED
@@ -35,6 +37,11 @@ class FollowedRun(RunEventStream):
         super().__init__(*args, **kwargs)
         self.after = self.cursor
         self._inbox: list[RunEvent] = []
+        self.reads = 0  # reads of the log so far (the first is the stream's own start)
+
+    async def _read(self):
+        self.reads += 1  # a wake-up that asked for a read: something of the run was committed
+        return await super()._read()
 
     def _frames(self, rows: list[RunEvent], out: list[str]) -> bool:
         ends = False
@@ -63,3 +70,9 @@ def follow_run(request: Request, run_id: uuid.UUID, after: int) -> FollowedRun:
     svc = services(request)
     return FollowedRun(svc.database(), svc.run_events.signals, run_id, after,
                        heartbeat_seconds=svc.settings.sse_heartbeat_seconds, poll_seconds=svc.settings.sse_poll_seconds)
+
+
+async def last_seq(session, run_id: uuid.UUID) -> int:
+    """The seq of the run's last stored event (0: none): where a request's stream starts."""
+    return int(await session.scalar(select(func.coalesce(func.max(RunEventRow.seq), 0))
+                                    .where(RunEventRow.run_id == run_id)))
