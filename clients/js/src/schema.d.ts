@@ -3771,6 +3771,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Error codes: `model_cannot_see_images` */
+            422: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
@@ -5547,6 +5557,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Error codes: `attachment_invalid` */
+            422: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Error codes: `rate_limited` */
             429: {
                 headers: {
@@ -5736,7 +5756,12 @@ export interface operations {
     };
     get_attachment_content: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A signed URL handed to a tool host: its expiry (unix seconds). With `signature`, no other credential is needed. */
+                expires?: number | null;
+                /** @description A signed URL's HMAC (heddle.toolhost.verify_attachment_url). */
+                signature?: string | null;
+            };
             header?: {
                 /**
                  * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
@@ -5783,7 +5808,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            /** @description Error codes: `forbidden`, `origin_not_allowed`, `secret_key_in_browser` */
             403: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
