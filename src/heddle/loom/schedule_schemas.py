@@ -20,6 +20,10 @@ _EXAMPLE = {
     "created_at": "2026-12-01T12:00:00Z"}
 
 
+# Who made a schedule: the thread's subject through the API, or the agent (schedule_followup).
+ScheduleAuthor = TypeAliasType("ScheduleAuthor", Literal["caller", "agent"])
+
+
 class CreateSchedule(BaseModel):
     """`content` later: once at `at`, or on each tick of `cron` in `timezone` until `ends_at` or `max_runs`."""
 
@@ -35,7 +39,7 @@ class CreateSchedule(BaseModel):
 
 
 class ScheduleCreator(ReadModel):
-    kind: Literal["caller", "agent"]
+    kind: ScheduleAuthor
     run_id: UUIDStr | None = None  # the run whose `schedule_followup` call made it
 
 

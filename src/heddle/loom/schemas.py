@@ -9,6 +9,7 @@ from typing_extensions import TypeAliasType
 
 from heddle.api.envelope import Credits, NullableTimestamp, ReadModel, Timestamp, UUIDStr
 from heddle.loom.feedback_schemas import Feedback, MessageRating
+from heddle.loom.schedule_schemas import ScheduleAuthor
 from heddle.runs_vocabulary import CALL_STATUSES
 
 AgentId = Annotated[str, StringConstraints(pattern=r"^agent_[a-z0-9]{1,60}$")]
@@ -116,7 +117,7 @@ class ScheduledMark(ReadModel):
     """How a message a schedule posted is marked: which schedule, who made it, how late it fired."""
 
     schedule_id: UUIDStr
-    created_by: Literal["caller", "agent"]  # the thread's subject (the API) or the agent (schedule_followup)
+    created_by: ScheduleAuthor  # the thread's subject (the API) or the agent (schedule_followup)
     created_by_run_id: UUIDStr | None = None  # the run whose tool call made it
     due_at: Timestamp
     fired_at: Timestamp
@@ -217,7 +218,8 @@ class ApprovalPending(ReadModel):
 Pending = Annotated[InputPending | OutcomePending | ApprovalPending, Field(discriminator="type")]
 
 RUN_EXAMPLE = {
-    "id": _RUN_ID, "thread_id": _THREAD_ID, "state": "awaiting_input", "origin": "api", "terminal": False, "cost_credits": 0.25,
+    "id": _RUN_ID, "thread_id": _THREAD_ID, "state": "awaiting_input", "origin": "api", "terminal": False,
+    "cost_credits": 0.25,
     "connection": None, "latest_message": None, "pending": {"type": "input", "question": "Which account?"},
     "error": None, "created_at": "2026-01-01T12:00:00Z", "updated_at": "2026-01-01T12:00:01Z"}
 
