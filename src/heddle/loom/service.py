@@ -114,8 +114,9 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
         await session.flush()
     else:
         connection_id = await _resolve_run_connection(session, auth, agent)
-        run_row = rows.run_row(auth, thread, agent_id=agent.id, agent_version=agent_version or agent.version,
-                               state=RUNNING, connection_id=connection_id, origin=origin)
+        version = agent.version if agent_version is None else agent_version  # a playground draft is <= 0
+        run_row = rows.run_row(auth, thread, agent_id=agent.id, agent_version=version, state=RUNNING,
+                               connection_id=connection_id, origin=origin)
         now = run_row["created_at"]
         message_row = dict(id=uuid.uuid4(), thread_id=thread.id, run_id=run_row["id"], seq=seq, role="user",
                            content=content, created_at=now)
