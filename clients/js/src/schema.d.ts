@@ -248,6 +248,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/loom/messages/{message_id}/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rate an assistant message up or down (replaces the subject's earlier rating) */
+        post: operations["post_feedback"];
+        /** Withdraw the subject's rating of an assistant message */
+        delete: operations["delete_feedback"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/loom/runs/{run_id}/events": {
         parameters: {
             query?: never;
@@ -372,6 +390,23 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "message.feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A subject rated an answer, or withdrew its rating */
+        post: operations["webhook_message_feedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -468,6 +503,16 @@ export interface components {
         };
         /** @enum {string} */
         DeliveryState: "pending" | "delivered" | "failed";
+        /** FeedbackEnvelope */
+        FeedbackEnvelope: {
+            /**
+             * Status
+             * @default success
+             * @constant
+             */
+            status: "success";
+            data: components["schemas"]["Feedback"];
+        };
         /** HealthEnvelope */
         HealthEnvelope: {
             /**
@@ -652,6 +697,57 @@ export interface components {
              */
             status: "error";
             error: components["schemas"]["ErrorBody"];
+        };
+        /**
+         * Feedback
+         * @description A subject's rating of one assistant message; payload of the `message.feedback` event and
+         *     webhook (`rating: null` when the subject withdrew it).
+         * @example {
+         *       "message_id": "7c1d2e3f-1111-4a2b-9c3d-4e5f6a7b8c9d",
+         *       "thread_id": "0f8b7a52-2d7e-4c1e-8a5e-1f3b9c6d2a40",
+         *       "run_id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
+         *       "agent": "agent_3k9x2m",
+         *       "agent_version": 2,
+         *       "subject": "web:alice",
+         *       "rating": "down",
+         *       "comment": "It named the wrong bank.",
+         *       "created_at": "2026-01-01T12:00:05Z",
+         *       "updated_at": "2026-01-01T12:00:05Z"
+         *     }
+         */
+        Feedback: {
+            /**
+             * Message Id
+             * Format: uuid
+             */
+            message_id: string;
+            /**
+             * Thread Id
+             * Format: uuid
+             */
+            thread_id: string;
+            /** Run Id */
+            run_id: string | null;
+            /**
+             * Agent
+             * @description The agent's public id, `agent_…`.
+             */
+            agent: string;
+            /**
+             * Agent Version
+             * @description The version of the agent that wrote the message.
+             */
+            agent_version: number;
+            /** Subject */
+            subject: string;
+            /** @description `up` or `down`; null in the event of a withdrawn rating. */
+            rating: components["schemas"]["Rating"] | null;
+            /** Comment */
+            comment: string | null;
+            /** Created At */
+            created_at: string | null;
+            /** Updated At */
+            updated_at: string | null;
         };
         /** Health */
         Health: {
@@ -847,6 +943,8 @@ export interface components {
              * @example 2026-01-01T12:00:00.000000Z
              */
             created_at: string;
+            /** @description The subject's own rating of an assistant message (in the thread's message list only). */
+            feedback?: components["schemas"]["MessageRating"] | null;
         };
         /**
          * MessageAccepted
@@ -871,6 +969,17 @@ export interface components {
             queued?: boolean | null;
             /** Queue Position */
             queue_position?: number | null;
+        };
+        /**
+         * MessageRating
+         * @description The subject's own rating of a message, as the message list shows it.
+         */
+        MessageRating: {
+            rating: components["schemas"]["Rating"];
+            /** Comment */
+            comment: string | null;
+            /** Updated At */
+            updated_at: string | null;
         };
         /** @enum {string} */
         MessageRole: "user" | "assistant";
@@ -989,6 +1098,21 @@ export interface components {
             /** Reason */
             reason?: string | null;
         };
+        /**
+         * PostFeedback
+         * @example {
+         *       "comment": "It named the wrong bank.",
+         *       "rating": "down"
+         *     }
+         */
+        PostFeedback: {
+            rating: components["schemas"]["Rating"];
+            /**
+             * Comment
+             * @description Why, in the subject's words (at most 2000 characters, no U+0000).
+             */
+            comment?: string | null;
+        };
         /** PostMessage */
         PostMessage: {
             /** Content */
@@ -1011,6 +1135,8 @@ export interface components {
          * @enum {string}
          */
         Rail: "swift" | "iban" | "routing_number" | "sort_code" | "ifsc" | "nuban" | "momo" | "gh_bank";
+        /** @enum {string} */
+        Rating: "up" | "down";
         /**
          * RealtimeConfig
          * @description What pusher-js needs to connect; never a secret.
@@ -1459,6 +1585,11 @@ export interface components {
             control: {
                 [key: string]: unknown;
             };
+            /**
+             * Feedback
+             * @description End users' ratings of the run's answers (POST /v1/loom/messages/{message_id}/feedback).
+             */
+            feedback?: components["schemas"]["Feedback"][];
         };
         /**
          * Turn
@@ -1575,7 +1706,7 @@ export interface components {
             attempts: components["schemas"]["WebhookAttemptRecord"][];
         };
         /** @enum {string} */
-        WebhookEventType: "run.closed" | "run.failed" | "run.awaiting_input" | "run.awaiting_outcome";
+        WebhookEventType: "run.closed" | "run.failed" | "run.awaiting_input" | "run.awaiting_outcome" | "message.feedback";
         /**
          * Workspace
          * @description The calling workspace and the key that called.
@@ -1667,7 +1798,7 @@ export interface components {
              * @example 2026-01-01T12:00:00.000000Z
              */
             created_at: string;
-            data: components["schemas"]["Run"];
+            data: components["schemas"]["Run"] | components["schemas"]["Feedback"];
         };
     };
     responses: never;
@@ -4011,6 +4142,306 @@ export interface operations {
             };
         };
     };
+    post_feedback: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
+                "Service-Run"?: string;
+            };
+            path: {
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PostFeedback"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedbackEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token`, `subject_required` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `payload_too_large` */
+            413: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unsupported_media_type` */
+            415: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_feedback: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
+                "Service-Run"?: string;
+            };
+            path: {
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedbackEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     run_events: {
         parameters: {
             query?: {
@@ -4511,6 +4942,31 @@ export interface operations {
         };
     };
     webhook_run_awaiting_outcome: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_message_feedback: {
         parameters: {
             query?: never;
             header: {
