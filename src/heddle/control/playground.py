@@ -20,8 +20,8 @@ from heddle.auth.subjects import canonical_subject
 from heddle.control.agents import _checked, agent
 from heddle.control.errors import not_found
 from heddle.control.workspaces import workspace
-from heddle.loom import approvals, service
 from heddle.loom import agents as agent_service
+from heddle.loom import approvals, service
 from heddle.loom.agent_file import AgentFile
 from heddle.loom.models import Run
 from heddle.loom.unit_of_work import RunWork

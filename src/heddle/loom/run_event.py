@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from heddle.loom.channels import payload, thread_channel
+from heddle.loom.feedback_schemas import Feedback as FeedbackModel
 from heddle.loom.schemas import Message as MessageModel
 from heddle.loom.schemas import Run as RunModel
-from heddle.loom.feedback_schemas import Feedback as FeedbackModel
 from heddle.runs_vocabulary import MESSAGE_CREATED, MESSAGE_FEEDBACK, RUN_EVENTS, RUN_UPDATED, THREAD_DELETED
 
 

@@ -104,7 +104,8 @@ def table(result: dict[str, Any]) -> str:
         base = case.get("baseline")
         head = f"{_mark(case['passed']):4}  {case['name']}"
         if base is not None:
-            head += f"   (v{s['baseline_version']}: {_mark(base['passed'])} -> v{s['version']}: {_mark(case['passed'])})"
+            head += (f"   (v{s['baseline_version']}: {_mark(base['passed'])} -> "
+                     f"v{s['version']}: {_mark(case['passed'])})")
             if case.get("regression"):
                 head += "  REGRESSION"
         lines.append(head)

@@ -25,8 +25,8 @@ from heddle.db.base import Database
 from heddle.errors import HeddleError
 from heddle.loom import service
 from heddle.loom.evals.dataset import Case
-from heddle.loom.event_signals import RunEventSignals
 from heddle.loom.evals.expectations import Outcome
+from heddle.loom.event_signals import RunEventSignals
 from heddle.loom.models import Message, Run, ToolCall
 from heddle.loom.unit_of_work import RunUnitOfWork
 from heddle.money import to_credits
