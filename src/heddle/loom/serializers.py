@@ -18,7 +18,8 @@ def thread_dict(t: Thread) -> dict[str, Any]:
 
 def message_dict(m: Message) -> dict[str, Any]:
     return {"id": str(m.id), "thread_id": str(m.thread_id), "run_id": str(m.run_id) if m.run_id else None,
-            "role": m.role, "content": m.content, "created_at": iso(m.created_at)}
+            "role": m.role, "content": m.content, "created_at": iso(m.created_at),
+            "feedback": None}  # the subject's rating: filled in by the thread's message list
 
 
 def tool_call_dict(tc: ToolCall) -> dict[str, Any]:
