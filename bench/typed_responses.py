@@ -39,8 +39,9 @@ TURN = {"seq": 1, "model_class": "scripted", "input_tokens": 12, "output_tokens"
         "tool_calls": [CALL], "created_at": T}
 TRACE = {**RUN, "opened_at": T, "closed_at": None, "turns": [TURN, TURN, TURN],
          "api_calls": [{"request_id": "r1", "method": "POST", "path": "/v1/identify", "status": 200,
-                        "latency_ms": 1.5, "auth_mode": "relay", "created_at": T}] * 5, "api_calls_total": 5, "feedback": [],
-         "control": {"started_by": {"mode": "relay", "key_id": "key_1", "subject": "web:alice"}, "started_at": T}}
+                        "latency_ms": 1.5, "auth_mode": "relay", "created_at": T}] * 5, "api_calls_total": 5,
+         "control": {"started_by": {"mode": "relay", "key_id": "key_1", "subject": "web:alice"}, "started_at": T},
+         "feedback": []}
 
 
 def old(data):

@@ -142,7 +142,8 @@ def _webhooks(doc: dict[str, Any]) -> None:
     # security: [] -- Heddle signs the request (Service-Signature); it sends no bearer credential.
     doc["webhooks"] = {kind: {"post": {
         "summary": (f"The run entered `{kind.split('.', 1)[1]}`" if kind.startswith("run.")
-                    else "A subject rated an answer, or withdrew its rating"), "operationId": f"webhook_{kind.replace('.', '_')}",
+                    else "A subject rated an answer, or withdrew its rating"),
+        "operationId": f"webhook_{kind.replace('.', '_')}",
         "parameters": headers, "requestBody": body, "security": [],
         "responses": {"2XX": {"description": "Received; any other answer is retried with backoff."}}}}
         for kind in WEBHOOK_TYPES}

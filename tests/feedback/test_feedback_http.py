@@ -169,3 +169,16 @@ def test_webhook_message_feedback(server, http, tenant, receiver):
     deliveries = http.get("/v1/webhooks/deliveries", headers=tenant.headers(None)).json()["data"]
     items = deliveries["items"] if isinstance(deliveries, dict) else deliveries
     assert any(d["type"] == "message.feedback" and d["run_id"] == run["id"] for d in items)
+
+
+def test_python_client_helpers(server, http, tenant):
+    from heddle.client import Heddle
+
+    agent = tenant.add_agent(SCRIPTED_AGENT)
+    with Heddle(server.base_url, api_key=tenant.secret) as client:
+        run = client.loom.send(agent, "hello", subject="web:pyclient").wait()
+        message_id = run.latest_message.id
+        given = client.loom.feedback(message_id, "down", comment="Wrong.", subject="web:pyclient")
+        assert (given.rating, given.comment, given.run_id) == ("down", "Wrong.", run.id)
+        assert [f.rating for f in client.loom.get_trace(run.id, subject="web:pyclient").feedback] == ["down"]
+        assert client.loom.withdraw_feedback(message_id, subject="web:pyclient").rating is None

@@ -30,9 +30,11 @@ def test_valid_openapi_31_version_1_0_0(doc):
     validate(doc)
     assert doc["openapi"].startswith("3.1") and doc["info"]["version"] == "1.0.0"
     hooks = doc["webhooks"]  # what Heddle POSTs to a workspace's webhook URL
-    assert set(hooks) == {"run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome"}
+    assert set(hooks) == {"run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome",
+                          "message.feedback"}
     event = doc["components"]["schemas"]["WebhookEvent"]
-    assert event["properties"]["data"]["$ref"].endswith("/Run")
+    # A run's webhooks carry the Run, message.feedback the Feedback.
+    assert [ref["$ref"].rsplit("/", 1)[1] for ref in event["properties"]["data"]["oneOf"]] == ["Run", "Feedback"]
 
 
 def test_no_422_anywhere_and_invalid_input_is_400(doc):

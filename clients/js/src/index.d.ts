@@ -9,6 +9,7 @@ export type AttachmentInfo = S["AttachmentInfo"];
 export type Run = S["Run"];
 export type RunState = Run["state"];
 export type Trace = S["Trace"];
+export type Feedback = S["Feedback"];
 export type Turn = S["Turn"];
 export type ToolCall = S["ToolCall"];
 export type MessageAccepted = S["MessageAccepted"];
@@ -93,6 +94,8 @@ export class Loom {
     toolCallId: string; state: "occurred" | "failed"; detail?: Record<string, unknown> }): Promise<Run>;
   approve(runId: string, args: SubjectOption & IdempotencyOption & {
     toolCallId: string; approved: boolean; reason?: string }): Promise<Run>;
+  feedback(messageId: string, args: SubjectOption & { rating: "up" | "down"; comment?: string }): Promise<Feedback>;
+  withdrawFeedback(messageId: string, options?: SubjectOption): Promise<Feedback>;
   cancel(runId: string, options?: SubjectOption & IdempotencyOption): Promise<Run>;
   realtimeConfig(options?: SubjectOption): Promise<RealtimeConfig>;
   wait(runId: string, options?: WaitOptions): Promise<Run>;

@@ -269,6 +269,20 @@ export class Loom {
       { body, headers: this.client.loomHeaders(subject), idempotencyKey });
   }
 
+  /** Rate an assistant message "up" or "down" (replaces the subject's earlier rating). */
+  feedback(messageId, { rating, comment, subject }) {
+    const body = { rating };
+    if (comment != null) body.comment = comment;
+    return this.client.request("POST", `/v1/loom/messages/${encodeURIComponent(messageId)}/feedback`,
+      { body, headers: this.client.loomHeaders(subject) });
+  }
+
+  /** Withdraw the subject's rating of an assistant message. */
+  withdrawFeedback(messageId, { subject } = {}) {
+    return this.client.request("DELETE", `/v1/loom/messages/${encodeURIComponent(messageId)}/feedback`,
+      { headers: this.client.loomHeaders(subject) });
+  }
+
   cancel(runId, { subject, idempotencyKey } = {}) {
     return this.client.request("POST", `/v1/loom/runs/${encodeURIComponent(runId)}/cancel`,
       { headers: this.client.loomHeaders(subject), idempotencyKey });

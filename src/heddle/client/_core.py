@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from heddle.api.envelope import Page
 from heddle.client.errors import HeddleAPIError, TransportError, error_class
 from heddle.identify.schemas import IdentifyResult
+from heddle.loom.feedback_schemas import Feedback
 from heddle.loom.schemas import (
     AttachmentInfo,
     Message,
@@ -262,6 +263,17 @@ def approve(auth: Auth, run_id: str, tool_call_id: str, approved: bool, reason: 
     body = _clean({"tool_call_id": tool_call_id, "approved": approved, "reason": reason})
     return Call("POST", f"/v1/loom/runs/{run_id}/approval", Run, body=body,
                 headers={**auth.loom_headers(subject), **idempotency(key)})
+
+
+def give_feedback(auth: Auth, message_id: str, rating: str, comment: str | None,
+                  subject: str | None) -> Call[Feedback]:
+    body = _clean({"rating": rating, "comment": comment})
+    return Call("POST", f"/v1/loom/messages/{message_id}/feedback", Feedback, body=body,
+                headers=auth.loom_headers(subject))
+
+
+def withdraw_feedback(auth: Auth, message_id: str, subject: str | None) -> Call[Feedback]:
+    return Call("DELETE", f"/v1/loom/messages/{message_id}/feedback", Feedback, headers=auth.loom_headers(subject))
 
 
 def cancel(auth: Auth, run_id: str, subject: str | None, key: str | None) -> Call[Run]:

@@ -14,6 +14,7 @@ from heddle.api.envelope import Page
 from heddle.client import _core as c
 from heddle.client.errors import RunWaitTimeout
 from heddle.identify.schemas import IdentifyResult
+from heddle.loom.feedback_schemas import Feedback
 from heddle.loom.schemas import (
     AttachmentInfo,
     Message,
@@ -161,6 +162,15 @@ class Loom:
                 subject: str | None = None, idempotency_key: str | None = None) -> Run:
         return self._c.request(c.approve(self._c.auth, run_id, tool_call_id, approved, reason, subject,
                                          idempotency_key))
+
+    def feedback(self, message_id: str, rating: str, *, comment: str | None = None,
+                 subject: str | None = None) -> Feedback:
+        """Rate an assistant message `up` or `down` (replacing the subject's earlier rating)."""
+        return self._c.request(c.give_feedback(self._c.auth, message_id, rating, comment, subject))
+
+    def withdraw_feedback(self, message_id: str, *, subject: str | None = None) -> Feedback:
+        """Withdraw the subject's rating of an assistant message."""
+        return self._c.request(c.withdraw_feedback(self._c.auth, message_id, subject))
 
     def cancel(self, run_id: str, *, subject: str | None = None, idempotency_key: str | None = None) -> Run:
         return self._c.request(c.cancel(self._c.auth, run_id, subject, idempotency_key))

@@ -13,6 +13,7 @@ from heddle.console import (
     routes_agents,
     routes_credits,
     routes_improve,
+    routes_playground,
     routes_runs,
     routes_schedules,
     routes_workspaces,
@@ -40,7 +41,8 @@ async def logout(request: Request, operator: ConsoleOperator = Depends(current_o
     return response
 
 
-for module in (routes_workspaces, routes_agents, routes_runs, routes_credits, routes_schedules, routes_improve):
+for module in (routes_workspaces, routes_agents, routes_runs, routes_credits, routes_schedules, routes_improve,
+               routes_playground):
     api.include_router(module.router)
 
 router = APIRouter(include_in_schema=False)

@@ -10,6 +10,7 @@ from heddle.console.common import reading, success
 from heddle.control import overview as control_overview
 from heddle.control import runs as control
 from heddle.loom.states import STATES
+from heddle.runs_vocabulary import RUN_ORIGINS
 
 router = APIRouter()
 WorkspaceId = Path(max_length=40)
@@ -32,9 +33,11 @@ async def list_runs(request: Request, ws: str = WorkspaceId,
                     since: dt.datetime | None = None, until: dt.datetime | None = None,
                     updated_after: dt.datetime | None = None,
                     error_code: str | None = Query(None, max_length=64),
+                    origin: str | None = Query(None, pattern="^(" + "|".join(RUN_ORIGINS) + ")$"),
                     limit: int = Query(50, ge=1, le=200), cursor: str | None = Cursor):
     f = control.RunFilter(state=state, agent=agent, subject=subject, since=_utc(since), until=_utc(until),
-                          updated_after=_utc(updated_after), error_code=error_code, limit=limit, cursor=cursor)
+                          updated_after=_utc(updated_after), error_code=error_code, origin=origin, limit=limit,
+                          cursor=cursor)
     async with reading(request) as s:
         return success(await control.list_runs(s, ws, f))
 

@@ -31,7 +31,8 @@ def since_of(text: str | None) -> dt.datetime | None:
     try:
         when = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise invalid("since", "since: must be an ISO date or timestamp, e.g. 2026-11-01 or 2026-11-01T09:00:00Z") from None
+        raise invalid("since", "since: must be an ISO date or timestamp, e.g. 2026-11-01 or "
+                      "2026-11-01T09:00:00Z") from None
     return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 

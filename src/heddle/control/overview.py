@@ -20,10 +20,13 @@ from heddle.db.base import utcnow
 from heddle.loom.models import Run, Turn
 from heddle.loom.states import TERMINAL
 from heddle.money import to_credits
+from heddle.runs_vocabulary import ORIGIN_EVAL, ORIGIN_PLAYGROUND
 from heddle.timeutil import iso
 
 PERIODS = {"day": dt.timedelta(days=1), "week": dt.timedelta(days=7)}
 DURATIONS_CAP = 20_000
+
+OPERATOR_ORIGINS = (ORIGIN_PLAYGROUND, ORIGIN_EVAL)  # not users' runs
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:
@@ -42,7 +45,9 @@ async def overview(session: AsyncSession, workspace_id: str, period: str,
     ws = await workspace(session, workspace_id)
     until = now or utcnow()
     since = until - PERIODS[period]
-    in_period = (Run.workspace_id == ws.id, Run.created_at >= since, Run.created_at < until)
+    # Users' runs: the playground's and evals' own runs (runs.origin) are left out of the figures.
+    in_period = (Run.workspace_id == ws.id, Run.created_at >= since, Run.created_at < until,
+                 Run.origin.notin_(OPERATOR_ORIGINS))
 
     by_state = dict((await session.execute(
         select(Run.state, func.count()).where(*in_period).group_by(Run.state))).all())

@@ -35,7 +35,7 @@ THREAD_MESSAGES_CAP = 1000
 
 def run_item(run: Run) -> dict[str, Any]:
     return {"id": str(run.id), "thread_id": str(run.thread_id), "agent_id": run.agent_id,
-            "agent_version": run.agent_version, "subject": run.subject, "state": run.state,
+            "agent_version": run.agent_version, "subject": run.subject, "state": run.state, "origin": run.origin,
             "cost_credits": to_credits(run.cost_micro), "turn_count": run.turn_count,
             "error_code": run.error_code, "opened_at": iso(run.opened_at), "closed_at": iso(run.closed_at),
             "created_at": iso(run.created_at), "updated_at": iso(run.updated_at)}
@@ -84,6 +84,7 @@ class RunFilter:
     until: dt.datetime | None = None  # created before
     updated_after: dt.datetime | None = None  # changed since (the runs page polls with it)
     error_code: str | None = None  # failed runs with this code (the overview's links)
+    origin: str | None = None  # what started them (runs.origin): api, playground, eval …
     limit: int = 50
     cursor: str | None = None
 
@@ -100,6 +101,8 @@ async def list_runs(session: AsyncSession, workspace_id: str, f: RunFilter) -> d
         query = query.where(Run.subject == f.subject)
     if f.error_code:
         query = query.where(Run.error_code == f.error_code)
+    if f.origin:
+        query = query.where(Run.origin == f.origin)
     if f.since:
         query = query.where(Run.created_at >= f.since)
     if f.until:

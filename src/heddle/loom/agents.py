@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from heddle import ids
@@ -82,8 +82,25 @@ async def update_agent(session: AsyncSession, agent: Agent, spec: AgentFile,
 
 
 async def list_versions(session: AsyncSession, agent_id: str) -> list[AgentVersion]:
+    """The agent's saved versions, newest first (the playground's drafts, numbered below 1, are not)."""
     return list(await session.scalars(
-        select(AgentVersion).where(AgentVersion.agent_id == agent_id).order_by(AgentVersion.version.desc())))
+        select(AgentVersion).where(AgentVersion.agent_id == agent_id, AgentVersion.version > 0)
+        .order_by(AgentVersion.version.desc())))
+
+
+async def save_draft(session: AsyncSession, agent: Agent, spec: AgentFile, known_model_classes: Iterable[str],
+                     *, created_by: str | None = None) -> AgentVersion:
+    """An unsaved definition the console's playground runs: a version numbered 0, -1, -2 … (never
+    the agent's current one, never listed), so a run executes it as it executes any version and
+    its trace keeps what it ran. The agent itself does not change."""
+    await _check(session, agent.workspace_id, spec, known_model_classes)
+    lowest = await session.scalar(select(func.min(AgentVersion.version)).where(AgentVersion.agent_id == agent.id))
+    draft = AgentVersion(agent_id=agent.id, version=min(lowest or 1, 1) - 1, name=spec.name,
+                         model_class=spec.model_class, instructions=spec.instructions, tools=spec.tool_dicts(),
+                         created_by=created_by, created_at=utcnow())
+    session.add(draft)
+    await session.flush()
+    return draft
 
 
 async def get_version(session: AsyncSession, agent_id: str, version: int) -> AgentVersion | None:

@@ -21,7 +21,8 @@ def message_dict(m: Message) -> dict[str, Any]:
             # A run's latest answer, read as a row, may carry none of these.
             "role": m.role, "content": m.content, "attachments": getattr(m, "attachments", None) or [],
             "data": getattr(m, "data", None), "scheduled": getattr(m, "scheduled", None),
-            "created_at": iso(m.created_at)}
+            "created_at": iso(m.created_at),
+            "feedback": None}  # the subject's rating: filled in by the thread's message list
 
 
 def tool_call_dict(tc: ToolCall) -> dict[str, Any]:

@@ -96,7 +96,8 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
         if if_busy == "enqueue":
             connection_id = await _resolve_run_connection(session, auth, agent)
             return await thread_queue.enqueue(work, auth, thread, agent.id, content, connection_id,
-                                              agent_version=agent_version or agent.version, message_id=message_id,
+                                              agent_version=agent.version if agent_version is None else agent_version,
+                                              message_id=message_id,
                                               attachments=files, origin=origin, scheduled=scheduled)
         if if_busy != "interrupt":
             busy_id = active.id if active is not None else queue_head
@@ -124,8 +125,9 @@ async def post_message(work: RunWork, auth: AuthContext, thread_id: str, content
         await session.flush()
     else:
         connection_id = await _resolve_run_connection(session, auth, agent)
-        run_row = rows.run_row(auth, thread, agent_id=agent.id, agent_version=agent_version or agent.version,
-                               state=RUNNING, connection_id=connection_id, origin=origin, **(run_extra or {}))
+        version = agent.version if agent_version is None else agent_version  # a playground draft is <= 0
+        run_row = rows.run_row(auth, thread, agent_id=agent.id, agent_version=version, state=RUNNING,
+                               connection_id=connection_id, origin=origin, **(run_extra or {}))
         now = run_row["created_at"]
         message_row = dict(id=message_id, thread_id=thread.id, run_id=run_row["id"], seq=seq, role="user",
                            content=content, attachments=files, created_at=now, scheduled=scheduled)

@@ -297,3 +297,21 @@ def test_long_conversation_in_its_host_page_markdown_and_phone_layout(run_browse
     c = r["composer"]
     assert 0 <= c["top"] and c["bottom"] <= c["vh"], c
     assert r["scroll"]["390"]["scroll"] <= r["scroll"]["390"]["viewport"] + 1, r["scroll"]["390"]
+
+
+def test_thumbs_down_with_a_comment_is_kept_and_found_in_the_console(run_browser, site):
+    from typer.testing import CliRunner
+
+    from heddle.cli.main import app
+
+    made = CliRunner().invoke(app, ["operator", "create", "--email", "feedback-ops@example.com", "--json",
+                                    "--database-url", site["database_url"]])
+    assert made.exit_code == 0, made.output
+    login = json.loads(made.stdout.strip().splitlines()[-1])["login_url"]
+    from urllib.parse import urlparse
+
+    r = run(run_browser, site, "feedback.mjs", "feedback", WS=site["setup"]["workspace_id"],
+            LOGIN_PATH=urlparse(login).path)
+    assert r["after_reload"] == {"down": "true", "up": "false"}
+    assert "thumbs down" in r["console_row"] and "It did not answer my question." in r["console_row"]
+    assert r["trace_href"].endswith(f"/runs/{r['trace_href'].rsplit('/', 1)[1]}")

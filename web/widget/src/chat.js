@@ -3,6 +3,7 @@
 import { Cards } from "./cards.js";
 import { describe } from "./errors.js";
 import { renderStreaming } from "./text.js";
+import { attachFeedback } from "./feedback.js";
 import { connect } from "./realtime.js";
 import { Api, ChatError, Tokens, newKey } from "./session.js";
 import { View } from "./view.js";
@@ -271,6 +272,7 @@ export class Chat {
       el = this.view.message(message.role, message.content, { id: message.id, run: message.run_id, data: message.data });
     }
     this.messages.set(message.id, el);
+    attachFeedback(this.api, el, message, (err) => this.view.showError(`Your feedback was not saved: ${err.message || err}`));
     this.emit("message", message);
   }
 

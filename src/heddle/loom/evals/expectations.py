@@ -19,7 +19,7 @@ from heddle.loom.evals.dataset import Case
 class Outcome:
     """A case's conversation as it ended."""
 
-    state: str | None = None  # the last run's state (None: no run started)
+    last_state: str | None = None  # the last run's state (None: no run started)
     answers: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)  # every tool call's name, in order
     credits: float = 0.0
@@ -59,7 +59,7 @@ def check(case: Case, outcome: Outcome) -> list[dict[str, Any]]:
             called = [t for t in value if t in outcome.tools]
             results.append(_result(key, not called, f"called: {called!r}" if called else "not called"))
         elif key == "state":
-            results.append(_result(key, outcome.state == value, f"ended {outcome.state}"
+            results.append(_result(key, outcome.last_state == value, f"ended {outcome.last_state}"
                                    + (f" ({outcome.error})" if outcome.error else "")))
         elif key == "max_credits":
             results.append(_result(key, outcome.credits <= value + 1e-9, f"{outcome.credits:g} of at most {value:g}"))

@@ -28,7 +28,7 @@ def case_result(workspace_id: str, case: Case, outcome: Outcome) -> dict[str, An
     checks = check(case, outcome)
     last = outcome.run_ids[-1] if outcome.run_ids else None
     return {"name": case.name, "line": case.line, "passed": all(c["passed"] for c in checks), "checks": checks,
-            "state": outcome.state, "error": outcome.error, "credits": outcome.credits,
+            "state": outcome.last_state, "error": outcome.error, "credits": outcome.credits,
             "latency_ms": outcome.latency_ms, "run_ids": outcome.run_ids, "trace": trace_link(workspace_id, last),
             "answer": outcome.answers[-1] if outcome.answers else None}
 
@@ -104,7 +104,8 @@ def table(result: dict[str, Any]) -> str:
         base = case.get("baseline")
         head = f"{_mark(case['passed']):4}  {case['name']}"
         if base is not None:
-            head += f"   (v{s['baseline_version']}: {_mark(base['passed'])} -> v{s['version']}: {_mark(case['passed'])})"
+            head += (f"   (v{s['baseline_version']}: {_mark(base['passed'])} -> "
+                     f"v{s['version']}: {_mark(case['passed'])})")
             if case.get("regression"):
                 head += "  REGRESSION"
         lines.append(head)

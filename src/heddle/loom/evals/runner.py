@@ -86,7 +86,7 @@ async def _read_outcome(db: Database, thread_id: uuid.UUID, outcome: Outcome) ->
     outcome.tools = [name for r in run_ids for name in by_run.get(r, [])]
     outcome.credits = float(to_credits(sum(r.cost_micro or 0 for r in runs)))
     if runs:
-        outcome.state = runs[-1].state
+        outcome.last_state = runs[-1].state
         outcome.error = outcome.error or runs[-1].error_code
 
 

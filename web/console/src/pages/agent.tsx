@@ -5,6 +5,7 @@ import { api } from "../api";
 import { Card, ErrorBox, Loading, Notice, PageHead, RawJson, useAction, useApi } from "../components";
 import { when } from "../format";
 import { Link } from "../router";
+import { Playground } from "./playground";
 import { AgentEditor, agentBody } from "./agent_editor";
 
 type Obj = Record<string, any>;
@@ -142,6 +143,9 @@ export function AgentPage({ ws, agent }: { ws: string; agent: string }) {
               ))}
             </ol>
             <ErrorBox error={view.error} />
+          </Card>
+          <Card title="Playground">
+            <Playground ws={ws} agent={agent} draftText={text} versions={versions.map((v) => v.version)} />
           </Card>
           {viewing && (
             <Card title={`Version ${viewing.version}`} actions={<button type="button" class="btn btn-small" onClick={() => { setText(definition(viewing)); }}>Load into editor</button>}>
