@@ -1846,13 +1846,11 @@ export interface components {
              */
             created_at: string;
         };
+        /** @enum {string} */
+        ScheduleAuthor: "caller" | "agent";
         /** ScheduleCreator */
         ScheduleCreator: {
-            /**
-             * Kind
-             * @enum {string}
-             */
-            kind: "caller" | "agent";
+            kind: components["schemas"]["ScheduleAuthor"];
             /** Run Id */
             run_id?: string | null;
         };
@@ -1963,11 +1961,7 @@ export interface components {
              * Format: uuid
              */
             schedule_id: string;
-            /**
-             * Created By
-             * @enum {string}
-             */
-            created_by: "caller" | "agent";
+            created_by: components["schemas"]["ScheduleAuthor"];
             /** Created By Run Id */
             created_by_run_id?: string | null;
             /**
