@@ -197,7 +197,7 @@ def main() -> None:
     builds = {size: statistics.median(build_times(db_url, run_id, args.builds)) for size, run_id in sizes.items()}
     tmp.cleanup()
     base = results["plain"]
-    for kind, r in results.items():
+    for r in results.values():
         r["statements_ratio"] = round(r["statements_per_run"] / base["statements_per_run"], 2)
         r["commits_ratio"] = round(r["commits_per_run"] / base["commits_per_run"], 2)
         r["time_ratio"] = round(r["median_ms"] / base["median_ms"], 2)
@@ -207,7 +207,8 @@ def main() -> None:
         print(json.dumps({"benchmark": "memory", "database": db_url.split(":", 1)[0], "runs": results,
                           "request_build": build}))
         return
-    print(f"{'run':>12} {'statements':>11} {'commits':>8} {'median ms':>10} {'credits':>9}  ratios (stmts, commits, time)")
+    print(f"{'run':>12} {'statements':>11} {'commits':>8} {'median ms':>10} {'credits':>9}  "
+          "ratios (stmts, commits, time)")
     for kind, r in results.items():
         print(f"{kind:>12} {r['statements_per_run']:>11.2f} {r['commits_per_run']:>8.2f} {r['median_ms']:>10.2f} "
               f"{r['credits_per_run']:>9.4f}  {r['statements_ratio']}, {r['commits_ratio']}, {r['time_ratio']}")

@@ -265,6 +265,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/loom/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What agents remember about the subject, newest first */
+        get: operations["list_memories"];
+        put?: never;
+        /** Remember a fact about the subject (workspace key only) */
+        post: operations["add_memory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/loom/memories/{memory_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Forget one of the subject's facts */
+        delete: operations["delete_memory"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/loom/realtime/config": {
         parameters: {
             query?: never;
@@ -390,6 +425,16 @@ export interface components {
             name_resolution: components["schemas"]["NameResolutionStatus"];
         };
         /**
+         * AddMemory
+         * @example {
+         *       "content": "Prefers replies in French."
+         *     }
+         */
+        AddMemory: {
+            /** Content */
+            content: string;
+        };
+        /**
          * ApiCall
          * @description A data-plane call attributed to the run (Service-Run header, or made by its built-in tools).
          */
@@ -487,6 +532,36 @@ export interface components {
              */
             status: "success";
             data: components["schemas"]["IdentifyResult"];
+        };
+        /** MemoryDeletedEnvelope */
+        MemoryDeletedEnvelope: {
+            /**
+             * Status
+             * @default success
+             * @constant
+             */
+            status: "success";
+            data: components["schemas"]["MemoryDeleted"];
+        };
+        /** MemoryPageEnvelope */
+        MemoryPageEnvelope: {
+            /**
+             * Status
+             * @default success
+             * @constant
+             */
+            status: "success";
+            data: components["schemas"]["MemoryPage"];
+        };
+        /** MemoryEnvelope */
+        MemoryEnvelope: {
+            /**
+             * Status
+             * @default success
+             * @constant
+             */
+            status: "success";
+            data: components["schemas"]["Memory"];
         };
         /** MessageAcceptedEnvelope */
         MessageAcceptedEnvelope: {
@@ -622,6 +697,18 @@ export interface components {
             tool_calls: number;
             /** Ledger Entries Cut */
             ledger_entries_cut: number;
+            /**
+             * Summaries
+             * @description Thread summaries erased with the threads (docs/memory.md).
+             * @default 0
+             */
+            summaries?: number;
+            /**
+             * Memories
+             * @description Facts remembered about the subject (erasing a subject only).
+             * @default 0
+             */
+            memories?: number;
         };
         /** ErrorBody */
         ErrorBody: {
@@ -814,6 +901,103 @@ export interface components {
             mode: "live" | "test";
         };
         /**
+         * Memory
+         * @description A fact remembered about a subject, shared by the workspace's agents that remember.
+         * @example {
+         *       "id": "0b7f2c1e-4a52-4df0-9a52-7f1f7f9d8a10",
+         *       "subject": "web:alice",
+         *       "content": "Pays rent from account ending 4417.",
+         *       "source": "tool",
+         *       "agent_id": "agent_01HX0000000000000000000000",
+         *       "run_id": null,
+         *       "created_at": "2026-01-01T12:00:00Z"
+         *     }
+         */
+        Memory: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Subject */
+            subject: string;
+            /** Content */
+            content: string;
+            /**
+             * Source
+             * @description `tool`: an agent's `remember` call; `api`: POST /v1/loom/memories.
+             * @enum {string}
+             */
+            source: "tool" | "api";
+            /**
+             * Agent Id
+             * @description The agent whose `remember` call stored it (null for `api`).
+             */
+            agent_id: string | null;
+            /**
+             * Run Id
+             * @description The run that stored it (null for `api`, or once the run is erased).
+             */
+            run_id: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            created_at: string;
+        };
+        /**
+         * MemoryDeleted
+         * @description A fact that was deleted.
+         * @example {
+         *       "id": "0b7f2c1e-4a52-4df0-9a52-7f1f7f9d8a10",
+         *       "subject": "web:alice",
+         *       "content": "Pays rent from account ending 4417.",
+         *       "source": "tool",
+         *       "agent_id": "agent_01HX0000000000000000000000",
+         *       "run_id": null,
+         *       "created_at": "2026-01-01T12:00:00Z"
+         *     }
+         */
+        MemoryDeleted: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Subject */
+            subject: string;
+            /** Content */
+            content: string;
+            /**
+             * Source
+             * @description `tool`: an agent's `remember` call; `api`: POST /v1/loom/memories.
+             * @enum {string}
+             */
+            source: "tool" | "api";
+            /**
+             * Agent Id
+             * @description The agent whose `remember` call stored it (null for `api`).
+             */
+            agent_id: string | null;
+            /**
+             * Run Id
+             * @description The run that stored it (null for `api`, or once the run is erased).
+             */
+            run_id: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             * @example 2026-01-01T12:00:00.000000Z
+             */
+            created_at: string;
+            /**
+             * Deleted
+             * @constant
+             */
+            deleted: true;
+        };
+        /**
          * Message
          * @description One message of a thread; payload of the `message.created` event.
          * @example {
@@ -950,6 +1134,16 @@ export interface components {
         };
         /** @enum {string} */
         OutcomeState: "occurred" | "failed";
+        /** MemoryPage */
+        MemoryPage: {
+            /** Items */
+            items: components["schemas"]["Memory"][];
+            /**
+             * Next Cursor
+             * @description Pass as `after` for the next page; null on the last page.
+             */
+            next_cursor: string | null;
+        };
         /** MessagePage */
         MessagePage: {
             /** Items */
@@ -1502,6 +1696,13 @@ export interface components {
              * @description Every HTTP attempt of the model call, the last one answered or failed for good (empty for the scripted model).
              */
             attempts: components["schemas"]["ModelAttempt"][];
+            /**
+             * Purpose
+             * @description `summary`: the turn wrote a thread summary (`request.summarized` says which messages, `response.text` is the summary; docs/memory.md).
+             * @default reply
+             * @enum {string}
+             */
+            purpose?: "reply" | "summary";
             /** Tool Calls */
             tool_calls: components["schemas"]["ToolCall"][];
             /**
@@ -4045,6 +4246,430 @@ export interface operations {
                 };
             };
             /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `not_found` */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_memories: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
+                "Service-Run"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryPageEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    add_memory: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Safe retries: the same key with the same body replays the first response (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`. Kept 24 hours per workspace. */
+                "Idempotency-Key"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
+                "Service-Run"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddMemory"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `json_too_deep`, `subject_header_with_token`, `subject_required` */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unauthorized` */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `forbidden`, `origin_not_allowed`, `secret_key_in_browser` */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `method_not_allowed` */
+            405: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `request_timeout` */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `idempotency_key_reused`, `memory_full` */
+            409: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `payload_too_large` */
+            413: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `unsupported_media_type` */
+            415: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `rate_limited` */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `headers_too_large` */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `internal_error` */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error codes: `service_unavailable` */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Any other error, in the error envelope (see the error table). */
+            default: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_memory: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Relay mode (workspace key) only: the person the backend acts for, `<channel>:<channel_user_id>`. Must not be sent with a session token.
+                 * @example web:alice
+                 */
+                "Service-Subject"?: string;
+                /** @description Attribute this call to a Loom run of the same workspace (it then appears in the trace). Anything but a run id (a UUID) is 400 `invalid_request`. */
+                "Service-Run"?: string;
+            };
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryDeletedEnvelope"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_subject`, `subject_header_with_token`, `subject_required` */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
