@@ -35,7 +35,7 @@ ATTEMPT = {"attempt": 1, "outcome": "ok", "duration_ms": 812.5, "error_code": No
            "retry_after": None, "waited_seconds": None}
 TURN = {"seq": 1, "model_class": "scripted", "input_tokens": 12, "output_tokens": 30, "cost_credits": 0.02,
         "request": {"messages": [{"role": "user", "content": "hello " * 20}]}, "response": {"text": "hi " * 30},
-        "status": "ok", "truncated": False, "attempts": [ATTEMPT],
+        "status": "ok", "truncated": False, "attempts": [ATTEMPT], "purpose": "reply",
         "tool_calls": [CALL], "created_at": T}
 TRACE = {**RUN, "opened_at": T, "closed_at": None, "turns": [TURN, TURN, TURN],
          "api_calls": [{"request_id": "r1", "method": "POST", "path": "/v1/identify", "status": 200,

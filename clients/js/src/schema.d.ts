@@ -908,8 +908,8 @@ export interface components {
          *       "subject": "web:alice",
          *       "content": "Pays rent from account ending 4417.",
          *       "source": "tool",
-         *       "agent_id": "agent_01HX0000000000000000000000",
-         *       "run_id": null,
+         *       "agent_id": "agent_3k9x2m",
+         *       "run_id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
          *       "created_at": "2026-01-01T12:00:00Z"
          *     }
          */
@@ -954,9 +954,10 @@ export interface components {
          *       "subject": "web:alice",
          *       "content": "Pays rent from account ending 4417.",
          *       "source": "tool",
-         *       "agent_id": "agent_01HX0000000000000000000000",
-         *       "run_id": null,
-         *       "created_at": "2026-01-01T12:00:00Z"
+         *       "agent_id": "agent_3k9x2m",
+         *       "run_id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
+         *       "created_at": "2026-01-01T12:00:00Z",
+         *       "deleted": true
          *     }
          */
         MemoryDeleted: {

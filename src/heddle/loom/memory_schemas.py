@@ -9,14 +9,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from heddle.api.envelope import ReadModel, Timestamp, UUIDStr
 
 
+_EXAMPLE = {"id": "0b7f2c1e-4a52-4df0-9a52-7f1f7f9d8a10", "subject": "web:alice",
+            "content": "Pays rent from account ending 4417.", "source": "tool", "agent_id": "agent_3k9x2m",
+            "run_id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11", "created_at": "2026-01-01T12:00:00Z"}
+
+
 class Memory(ReadModel):
     """A fact remembered about a subject, shared by the workspace's agents that remember."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        "id": "0b7f2c1e-4a52-4df0-9a52-7f1f7f9d8a10", "subject": "web:alice",
-        "content": "Pays rent from account ending 4417.",
-        "source": "tool", "agent_id": "agent_01HX0000000000000000000000", "run_id": None,
-        "created_at": "2026-01-01T12:00:00Z"}]})
+    model_config = ConfigDict(json_schema_extra={"examples": [_EXAMPLE]})
     id: UUIDStr
     subject: str
     content: str
@@ -29,6 +30,8 @@ class Memory(ReadModel):
 
 class MemoryDeleted(Memory):
     """A fact that was deleted."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{**_EXAMPLE, "deleted": True}]})
 
     deleted: Literal[True]
 
