@@ -923,12 +923,8 @@ export interface components {
             subject: string;
             /** Content */
             content: string;
-            /**
-             * Source
-             * @description `tool`: an agent's `remember` call; `api`: POST /v1/loom/memories.
-             * @enum {string}
-             */
-            source: "tool" | "api";
+            /** @description `tool`: an agent's `remember` call; `api`: POST /v1/loom/memories. */
+            source: components["schemas"]["MemorySource"];
             /**
              * Agent Id
              * @description The agent whose `remember` call stored it (null for `api`).
@@ -970,12 +966,8 @@ export interface components {
             subject: string;
             /** Content */
             content: string;
-            /**
-             * Source
-             * @description `tool`: an agent's `remember` call; `api`: POST /v1/loom/memories.
-             * @enum {string}
-             */
-            source: "tool" | "api";
+            /** @description `tool`: an agent's `remember` call; `api`: POST /v1/loom/memories. */
+            source: components["schemas"]["MemorySource"];
             /**
              * Agent Id
              * @description The agent whose `remember` call stored it (null for `api`).
@@ -998,6 +990,8 @@ export interface components {
              */
             deleted: true;
         };
+        /** @enum {string} */
+        MemorySource: "tool" | "api";
         /**
          * Message
          * @description One message of a thread; payload of the `message.created` event.

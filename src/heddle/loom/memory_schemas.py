@@ -5,9 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypeAliasType
 
 from heddle.api.envelope import ReadModel, Timestamp, UUIDStr
 
+
+# Where a fact came from: an agent's `remember` call, or POST /v1/loom/memories.
+MemorySource = TypeAliasType("MemorySource", Literal["tool", "api"])
 
 _EXAMPLE = {"id": "0b7f2c1e-4a52-4df0-9a52-7f1f7f9d8a10", "subject": "web:alice",
             "content": "Pays rent from account ending 4417.", "source": "tool", "agent_id": "agent_3k9x2m",
@@ -21,7 +25,7 @@ class Memory(ReadModel):
     id: UUIDStr
     subject: str
     content: str
-    source: Literal["tool", "api"] = Field(
+    source: MemorySource = Field(
         description="`tool`: an agent's `remember` call; `api`: POST /v1/loom/memories.")
     agent_id: str | None = Field(description="The agent whose `remember` call stored it (null for `api`).")
     run_id: UUIDStr | None = Field(description="The run that stored it (null for `api`, or once the run is erased).")
