@@ -137,8 +137,10 @@ def _webhooks(doc: dict[str, Any]) -> None:
                 "description": ("`t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret "
                                 "(docs/streaming-and-webhooks.md).")}]
     # security: [] -- Heddle signs the request (Service-Signature); it sends no bearer credential.
+    summaries = {"memory.created": "A fact was remembered about a subject",
+                 "memory.deleted": "A fact remembered about a subject was deleted"}
     doc["webhooks"] = {kind: {"post": {
-        "summary": f"The run entered `{kind.split('.', 1)[1]}`", "operationId": f"webhook_{kind.replace('.', '_')}",
+        "summary": summaries.get(kind, f"The run entered `{kind.split('.', 1)[1]}`"), "operationId": f"webhook_{kind.replace('.', '_')}",
         "parameters": headers, "requestBody": body, "security": [],
         "responses": {"2XX": {"description": "Received; any other answer is retried with backoff."}}}}
         for kind in WEBHOOK_TYPES}
@@ -157,6 +159,10 @@ def _webhook_body(schemas: dict[str, Any]) -> None:
     event, run = schemas.get("WebhookEvent"), schemas.get("Run")
     if event is not None and run is not None:
         event["properties"]["data"] = {"$ref": "#/components/schemas/Run"}
+        if "Memory" in schemas:  # memory.* events carry the Memory (docs/memory.md)
+            event["properties"]["data"] = {"description": "The Run for run.* events, the Memory for memory.*.",
+                                           "oneOf": [{"$ref": "#/components/schemas/Run"},
+                                                     {"$ref": "#/components/schemas/Memory"}]}
         event["examples"] = [{
             "id": "evt_5f1c0b7e2a9d4c3b8a716e2f", "type": "run.closed", "created_at": "2026-01-01T12:00:02Z",
             "data": {**run["examples"][0], "state": "closed", "terminal": True, "pending": None}}]

@@ -169,6 +169,10 @@ def test_memory_changes_owe_webhooks(server, http, tenant):
         events = [r.event for r in receiver.wait_for(2)]
         assert [e["type"] for e in events] == ["memory.created", "memory.deleted"]
         assert events[0]["data"]["id"] == fact["id"] and events[1]["data"]["content"] == "Likes tea."
+        listed_deliveries = http.get("/v1/webhooks/deliveries", headers=tenant.headers(subject=None))
+        assert listed_deliveries.status_code == 200, listed_deliveries.text
+        rows = listed_deliveries.json()["data"]["items"]
+        assert {(d["type"], d["run_id"]) for d in rows} >= {("memory.created", None), ("memory.deleted", None)}
     finally:
         receiver.close()
     json.dumps(events)  # plain JSON all the way

@@ -407,6 +407,40 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "memory.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A fact was remembered about a subject */
+        post: operations["webhook_memory_created"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "memory.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A fact remembered about a subject was deleted */
+        post: operations["webhook_memory_deleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1747,7 +1781,10 @@ export interface components {
              */
             id: string;
             type: components["schemas"]["WebhookEventType"];
-            /** Run Id */
+            /**
+             * Run Id
+             * @description The run a run.* event is about (null for memory.*).
+             */
             run_id: string | null;
             state: components["schemas"]["DeliveryState"];
             /** Attempt Count */
@@ -1771,7 +1808,7 @@ export interface components {
             attempts: components["schemas"]["WebhookAttemptRecord"][];
         };
         /** @enum {string} */
-        WebhookEventType: "run.closed" | "run.failed" | "run.awaiting_input" | "run.awaiting_outcome";
+        WebhookEventType: "run.closed" | "run.failed" | "run.awaiting_input" | "run.awaiting_outcome" | "memory.created" | "memory.deleted";
         /**
          * Workspace
          * @description The calling workspace and the key that called.
@@ -1863,7 +1900,8 @@ export interface components {
              * @example 2026-01-01T12:00:00.000000Z
              */
             created_at: string;
-            data: components["schemas"]["Run"];
+            /** @description The Run for run.* events, the Memory for memory.*. */
+            data: components["schemas"]["Run"] | components["schemas"]["Memory"];
         };
     };
     responses: never;
@@ -5131,6 +5169,56 @@ export interface operations {
         };
     };
     webhook_run_awaiting_outcome: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_memory_created: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_memory_deleted: {
         parameters: {
             query?: never;
             header: {
