@@ -140,7 +140,8 @@ def _webhooks(doc: dict[str, Any]) -> None:
     summaries = {"memory.created": "A fact was remembered about a subject",
                  "memory.deleted": "A fact remembered about a subject was deleted"}
     doc["webhooks"] = {kind: {"post": {
-        "summary": summaries.get(kind, f"The run entered `{kind.split('.', 1)[1]}`"), "operationId": f"webhook_{kind.replace('.', '_')}",
+        "summary": summaries.get(kind, f"The run entered `{kind.split('.', 1)[1]}`"),
+        "operationId": f"webhook_{kind.replace('.', '_')}",
         "parameters": headers, "requestBody": body, "security": [],
         "responses": {"2XX": {"description": "Received; any other answer is retried with backoff."}}}}
         for kind in WEBHOOK_TYPES}

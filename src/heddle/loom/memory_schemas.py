@@ -9,7 +9,6 @@ from typing_extensions import TypeAliasType
 
 from heddle.api.envelope import ReadModel, Timestamp, UUIDStr
 
-
 # Where a fact came from: an agent's `remember` call, or POST /v1/loom/memories.
 MemorySource = TypeAliasType("MemorySource", Literal["tool", "api"])
 
