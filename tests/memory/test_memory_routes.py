@@ -176,3 +176,28 @@ def test_memory_changes_owe_webhooks(server, http, tenant):
     finally:
         receiver.close()
     json.dumps(events)  # plain JSON all the way
+
+
+def test_python_clients_remember_list_and_delete(server, tenant):
+    import asyncio
+
+    from heddle.client import AsyncHeddle, Heddle, HeddleAPIError
+
+    with Heddle(server.base_url, api_key=tenant.secret, subject="web:py-mem") as client:
+        fact = client.loom.add_memory("Likes green tea.")
+        assert fact.content == "Likes green tea." and fact.source == "api"
+        assert [m.id for m in client.loom.list_memories().items] == [fact.id]
+        assert client.loom.delete_memory(fact.id).deleted is True
+        try:
+            client.loom.delete_memory(fact.id)
+            raise AssertionError("a deleted fact is not found")
+        except HeddleAPIError as exc:
+            assert exc.code == "not_found"
+
+    async def aio():
+        async with AsyncHeddle(server.base_url, api_key=tenant.secret, subject="web:py-mem") as client:
+            fact = await client.loom.add_memory("Has two cats.")
+            assert (await client.loom.list_memories()).items[0].id == fact.id
+            assert (await client.loom.delete_memory(fact.id)).deleted is True
+
+    asyncio.run(aio())

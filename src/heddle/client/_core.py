@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from heddle.api.envelope import Page
 from heddle.client.errors import HeddleAPIError, TransportError, error_class
 from heddle.identify.schemas import IdentifyResult
+from heddle.loom.memory_schemas import Memory, MemoryDeleted
 from heddle.loom.schemas import (
     Message,
     MessageAccepted,
@@ -212,6 +213,19 @@ def post_message(auth: Auth, thread_id: str, content: str, subject: str | None, 
     return Call("POST", f"/v1/loom/threads/{thread_id}/messages", MessageAccepted,
                 body={"content": content, **(extra or {})},
                 headers={**auth.loom_headers(subject, connection), **idempotency(key)})
+
+
+def list_memories(auth: Auth, subject: str | None, limit: int) -> Call[Page]:
+    return Call("GET", "/v1/loom/memories", Page[Memory], params={"limit": limit}, headers=auth.loom_headers(subject))
+
+
+def add_memory(auth: Auth, content: str, subject: str | None, key: str | None) -> Call[Memory]:
+    return Call("POST", "/v1/loom/memories", Memory, body={"content": content},
+                headers={**auth.loom_headers(subject), **idempotency(key)})
+
+
+def delete_memory(auth: Auth, memory_id: str, subject: str | None) -> Call[MemoryDeleted]:
+    return Call("DELETE", f"/v1/loom/memories/{memory_id}", MemoryDeleted, headers=auth.loom_headers(subject))
 
 
 def list_messages(auth: Auth, thread_id: str, subject: str | None, limit: int, after: str | None) -> Call[Page]:
