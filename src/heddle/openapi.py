@@ -140,9 +140,11 @@ def _webhooks(doc: dict[str, Any]) -> None:
                 "description": ("`t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret "
                                 "(docs/streaming-and-webhooks.md).")}]
     # security: [] -- Heddle signs the request (Service-Signature); it sends no bearer credential.
+    summaries = {"memory.created": "A fact was remembered about a subject",
+                 "memory.deleted": "A fact remembered about a subject was deleted"}
     doc["webhooks"] = {kind: {"post": {
-        "summary": (f"The run entered `{kind.split('.', 1)[1]}`" if kind.startswith("run.")
-                    else "A subject rated an answer, or withdrew its rating"),
+        "summary": summaries.get(kind, f"The run entered `{kind.split('.', 1)[1]}`" if kind.startswith("run.")
+                                 else "A subject rated an answer, or withdrew its rating"),
         "operationId": f"webhook_{kind.replace('.', '_')}",
         "parameters": headers, "requestBody": body, "security": [],
         "responses": {"2XX": {"description": "Received; any other answer is retried with backoff."}}}}
@@ -156,14 +158,16 @@ DEFAULT_ERROR = {"description": "Any other error, in the error envelope (see the
 
 
 def _webhook_body(schemas: dict[str, Any]) -> None:
-    """The webhook body's `data` is the Run schema (`run.*`) or the Feedback schema
-    (`message.feedback`), and its example a closed run (the Run schema's own example, finished):
+    """The webhook body's `data` is the Run schema (`run.*`), the Feedback schema
+    (`message.feedback`) or the Memory schema (`memory.*`), and its example a closed run (the Run schema's own example, finished):
     heddle/webhooks/schemas.py sits below loom and cannot name the Run model itself."""
     event, run = schemas.get("WebhookEvent"), schemas.get("Run")
     if event is not None and run is not None:
-        event["properties"]["data"] = ({"oneOf": [{"$ref": "#/components/schemas/Run"},
-                                                  {"$ref": "#/components/schemas/Feedback"}]}
-                                       if "Feedback" in schemas else {"$ref": "#/components/schemas/Run"})
+        refs = [{"$ref": f"#/components/schemas/{name}"}
+                for name in ("Run", "Feedback", "Memory") if name in schemas]
+        event["properties"]["data"] = refs[0] if len(refs) == 1 else {
+            "description": "The Run for run.* events, the Feedback for message.feedback, the Memory for memory.*.",
+            "oneOf": refs}
         event["examples"] = [{
             "id": "evt_5f1c0b7e2a9d4c3b8a716e2f", "type": "run.closed", "created_at": "2026-01-01T12:00:02Z",
             "data": {**run["examples"][0], "state": "closed", "terminal": True, "pending": None}}]

@@ -166,9 +166,40 @@ def test_memory_changes_owe_webhooks(server, http, tenant):
         h = tenant.headers("web:mem-hook")
         fact = add(http, h, "Likes tea.").json()["data"]
         http.delete(f"/v1/loom/memories/{fact['id']}", headers=h)
-        events = [r.event for r in receiver.wait_for(2)]
-        assert [e["type"] for e in events] == ["memory.created", "memory.deleted"]
-        assert events[0]["data"]["id"] == fact["id"] and events[1]["data"]["content"] == "Likes tea."
+        # Two deliveries, possibly in either order (the dispatcher sends them concurrently).
+        events = {r.event["type"]: r.event for r in receiver.wait_for(2, timeout=60)}
+        assert set(events) == {"memory.created", "memory.deleted"}
+        assert events["memory.created"]["data"]["id"] == fact["id"]
+        assert events["memory.deleted"]["data"]["content"] == "Likes tea."
+        listed_deliveries = http.get("/v1/webhooks/deliveries", headers=tenant.headers(subject=None))
+        assert listed_deliveries.status_code == 200, listed_deliveries.text
+        rows = listed_deliveries.json()["data"]["items"]
+        assert {(d["type"], d["run_id"]) for d in rows} >= {("memory.created", None), ("memory.deleted", None)}
     finally:
         receiver.close()
     json.dumps(events)  # plain JSON all the way
+
+
+def test_python_clients_remember_list_and_delete(server, tenant):
+    import asyncio
+
+    from heddle.client import AsyncHeddle, Heddle, HeddleAPIError
+
+    with Heddle(server.base_url, api_key=tenant.secret, subject="web:py-mem") as client:
+        fact = client.loom.add_memory("Likes green tea.")
+        assert fact.content == "Likes green tea." and fact.source == "api"
+        assert [m.id for m in client.loom.list_memories().items] == [fact.id]
+        assert client.loom.delete_memory(fact.id).deleted is True
+        try:
+            client.loom.delete_memory(fact.id)
+            raise AssertionError("a deleted fact is not found")
+        except HeddleAPIError as exc:
+            assert exc.code == "not_found"
+
+    async def aio():
+        async with AsyncHeddle(server.base_url, api_key=tenant.secret, subject="web:py-mem") as client:
+            fact = await client.loom.add_memory("Has two cats.")
+            assert (await client.loom.list_memories()).items[0].id == fact.id
+            assert (await client.loom.delete_memory(fact.id)).deleted is True
+
+    asyncio.run(aio())

@@ -37,7 +37,7 @@ def web_chat_site(tmp: Path, users: list[str], **server_settings: Any) -> Iterat
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=log.open("w"))
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # a loaded machine provisions slowly
         while True:
             if proc.poll() is not None:
                 raise RuntimeError(f"the example site exited: {log.read_text()[-3000:]}")
@@ -47,7 +47,7 @@ def web_chat_site(tmp: Path, users: list[str], **server_settings: Any) -> Iterat
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError("the example site did not come up in 120 s")
+                raise RuntimeError("the example site did not come up in 300 s")
             time.sleep(0.2)
         setup = json.loads((tmp / "state" / "setup.json").read_text())
         yield {"SITE_URL": url, "HEDDLE_URL": server.base_url, "server": server, "port": port, "database_url": db,

@@ -22,6 +22,7 @@ window.chat = window.HeddleChat.mount(element, {
   getToken,
   title: "Acme Bank assistant",
   placeholder: "Ask about your balance or a transfer…",
+  memory: true, // "What I remember": the person sees and deletes what the assistant keeps
 });
 
 // On a phone the examples start folded (the page's CSS shows their summary only there).

@@ -16,7 +16,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from heddle.api.headers import header as _header
 from heddle.errors import HeddleError
 
-ALLOW_METHODS = "GET, POST, DELETE, OPTIONS"  # DELETE: a widget withdrawing its feedback
+# DELETE: a widget withdrawing its feedback, or a person deleting a remembered fact.
+ALLOW_METHODS = "GET, POST, DELETE, OPTIONS"
 ALLOW_HEADERS = "Authorization, Content-Type, Service-Run, Request-Id, Idempotency-Key"
 # A browser's retry logic needs to see a replay and how long a 429 asks it to wait.
 EXPOSE_HEADERS = "Request-Id, Idempotent-Replayed, Retry-After"

@@ -20,6 +20,7 @@ from heddle.api.envelope import Page
 from heddle.client.errors import HeddleAPIError, TransportError, error_class
 from heddle.identify.schemas import IdentifyResult
 from heddle.loom.feedback_schemas import Feedback
+from heddle.loom.memory_schemas import Memory, MemoryDeleted
 from heddle.loom.schemas import (
     AttachmentInfo,
     Message,
@@ -236,6 +237,19 @@ def upload(auth: Auth, thread_id: str, data: bytes | str | os.PathLike | IO[byte
 
 def get_attachment(auth: Auth, attachment_id: str, subject: str | None) -> Call[AttachmentInfo]:
     return Call("GET", f"/v1/loom/attachments/{attachment_id}", AttachmentInfo, headers=auth.loom_headers(subject))
+
+
+def list_memories(auth: Auth, subject: str | None, limit: int) -> Call[Page]:
+    return Call("GET", "/v1/loom/memories", Page[Memory], params={"limit": limit}, headers=auth.loom_headers(subject))
+
+
+def add_memory(auth: Auth, content: str, subject: str | None, key: str | None) -> Call[Memory]:
+    return Call("POST", "/v1/loom/memories", Memory, body={"content": content},
+                headers={**auth.loom_headers(subject), **idempotency(key)})
+
+
+def delete_memory(auth: Auth, memory_id: str, subject: str | None) -> Call[MemoryDeleted]:
+    return Call("DELETE", f"/v1/loom/memories/{memory_id}", MemoryDeleted, headers=auth.loom_headers(subject))
 
 
 def list_messages(auth: Auth, thread_id: str, subject: str | None, limit: int, after: str | None) -> Call[Page]:

@@ -15,6 +15,7 @@ from heddle.client import _core as c
 from heddle.client.errors import RunWaitTimeout
 from heddle.identify.schemas import IdentifyResult
 from heddle.loom.feedback_schemas import Feedback
+from heddle.loom.memory_schemas import Memory, MemoryDeleted
 from heddle.loom.schemas import (
     AttachmentInfo,
     Message,
@@ -142,6 +143,19 @@ class Loom:
     def delete_subject(self, subject: str) -> SubjectDeleted:
         """Erase every thread of a person (relay key only)."""
         return self._c.request(c.delete_subject(subject))
+
+    def list_memories(self, *, subject: str | None = None, limit: int = 100) -> Page[Memory]:
+        """What agents remember about the subject (the token's own in direct mode), newest first."""
+        return self._c.request(c.list_memories(self._c.auth, subject, limit))
+
+    def add_memory(self, content: str, *, subject: str | None = None,
+                   idempotency_key: str | None = None) -> Memory:
+        """Remember a fact about the subject (workspace key only)."""
+        return self._c.request(c.add_memory(self._c.auth, content, subject, idempotency_key))
+
+    def delete_memory(self, memory_id: str, *, subject: str | None = None) -> MemoryDeleted:
+        """Delete one of the subject's facts (404 for another subject's)."""
+        return self._c.request(c.delete_memory(self._c.auth, memory_id, subject))
 
     def list_messages(self, thread_id: str, *, subject: str | None = None, limit: int = 50,
                       after: str | None = None) -> Page[Message]:

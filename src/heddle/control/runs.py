@@ -20,6 +20,8 @@ from heddle.auth.context import AuthContext, WorkspaceInfo
 from heddle.control.errors import invalid, not_found
 from heddle.control.workspaces import workspace
 from heddle.loom import views as loom_views
+from heddle.loom.memory import memory_dict
+from heddle.loom.memory_models import Memory, ThreadSummary
 from heddle.loom.models import Agent, Message, Run, RunEventRow, Thread, ToolCall
 from heddle.loom.serializers import message_dict, thread_dict
 from heddle.money import to_credits
@@ -187,7 +189,22 @@ async def thread_detail(session: AsyncSession, workspace_id: str, thread_id: str
     agent = await session.get(Agent, thread.agent_id)
     return {"thread": thread_dict(thread), "messages": [message_dict(m) for m in messages],
             "runs": [run_item(r) for r in runs],
-            "agent": {"id": thread.agent_id, "name": agent.name if agent else None}}
+            "agent": {"id": thread.agent_id, "name": agent.name if agent else None},
+            **await memory_of(session, ws.id, thread)}
+
+
+async def memory_of(session: AsyncSession, workspace_id: str, thread: Thread) -> dict[str, Any]:
+    """The thread's summaries (newest first) and the facts agents remember about its subject."""
+    summaries = await session.scalars(select(ThreadSummary).where(ThreadSummary.thread_id == thread.id)
+                                      .order_by(ThreadSummary.through_seq.desc()).limit(20))
+    facts = await session.scalars(select(Memory).where(Memory.workspace_id == workspace_id,
+                                                       Memory.subject == thread.subject)
+                                  .order_by(Memory.created_at.desc(), Memory.id).limit(200))
+    return {"summaries": [{"id": str(x.id), "through_seq": x.through_seq, "messages": x.messages,
+                           "content": x.content, "model_class": x.model_class,
+                           "run_id": str(x.run_id) if x.run_id else None, "created_at": iso(x.created_at)}
+                          for x in summaries],
+            "memories": [memory_dict(m) for m in facts]}
 
 
 @dataclass

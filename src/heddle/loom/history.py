@@ -2,7 +2,8 @@
 
 Earlier runs of the thread contribute their user/assistant messages, newest first until the
 model class's `history_tokens` budget is spent (the cut is reported in the turn's request as
-`history`, so the trace shows what the model did not see); the current run
+`history`, so the trace shows what the model did not see; what falls out is summarized,
+loom/summaries.py, and the summary given in its place); the current run
 contributes its opening message, then each turn as an assistant message with tool calls
 followed by one tool message per call that has a result. A question asked through `ask_user`
 and its answer appear as that tool call and its result, not as separate messages.

@@ -9,7 +9,11 @@ from typing_extensions import TypeAliasType
 
 from heddle.api.envelope import NullableTimestamp, ReadModel, Timestamp
 
-WEBHOOK_TYPES = ("run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome", "message.feedback")
+RUN_WEBHOOK_TYPES = ("run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome")
+# A fact remembered or forgotten about a subject (heddle/loom/memory.py): `data` is the Memory.
+MEMORY_WEBHOOK_TYPES = ("memory.created", "memory.deleted")
+# A subject rated an answer or withdrew its rating (heddle/loom/feedback.py): `data` is the Feedback.
+WEBHOOK_TYPES = RUN_WEBHOOK_TYPES + ("message.feedback",) + MEMORY_WEBHOOK_TYPES
 # Each enum declared once (one named component, as heddle.loom.schemas does for RunState).
 WebhookEventType = TypeAliasType("WebhookEventType", Literal[WEBHOOK_TYPES])
 DeliveryState = TypeAliasType("DeliveryState", Literal["pending", "delivered", "failed"])
@@ -22,7 +26,7 @@ class WebhookEvent(ReadModel):
     id: str = Field(description="`evt_…`, the same on every delivery attempt.")
     type: WebhookEventType
     created_at: Timestamp
-    # The run as `GET /v1/loom/runs/{run_id}` answers it. Not typed here: webhooks sit below
+    # The run as `GET /v1/loom/runs/{run_id}` answers it (a Memory for memory.*). Not typed here: webhooks sit below
     # loom and forward the body loom stored (docs/architecture.md, "Layers and import
     # contracts"); the OpenAPI document points `data` at the Run schema (heddle/openapi.py).
     data: dict[str, Any]
@@ -43,7 +47,7 @@ class WebhookDelivery(ReadModel):
 
     id: str = Field(description="`evt_…`: the event's id, sent on every attempt.")
     type: WebhookEventType
-    run_id: str | None
+    run_id: str | None = Field(description="The run a run.* event is about (null for memory.*).")
     state: DeliveryState
     attempt_count: int
     next_attempt_at: NullableTimestamp

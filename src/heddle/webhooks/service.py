@@ -83,10 +83,11 @@ async def list_deliveries(session: AsyncSession, workspace_id: str, *, limit: in
 def delivery_dict(delivery: WebhookDelivery, attempts: list[WebhookAttempt]) -> dict[str, Any]:
     data = delivery.body.get("data") or {}
     return {
-        "id": delivery.id, "type": delivery.type,
-        # A run's webhook carries the Run; message.feedback a Feedback, which names its run.
-        "run_id": data.get("id") if delivery.type.startswith("run.") else data.get("run_id"),
-        "state": delivery.state,
+        "id": delivery.id, "type": delivery.type, "state": delivery.state,
+        # A run's webhook carries the Run; message.feedback a Feedback, which names its run;
+        # memory.* a Memory, of no run.
+        "run_id": (data.get("id") if delivery.type.startswith("run.")
+                   else data.get("run_id") if delivery.type == "message.feedback" else None),
         "attempt_count": delivery.attempt_count, "next_attempt_at": iso(delivery.next_attempt_at),
         "last_error": delivery.last_error, "created_at": iso(delivery.created_at),
         "delivered_at": iso(delivery.delivered_at),

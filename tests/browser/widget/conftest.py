@@ -8,7 +8,7 @@ import pytest
 from support.web_chat import web_chat_site
 
 USERS = ["stream", "question", "approve", "deny", "message", "outcome", "reconnect", "keys", "errors", "site",
-         "credits", "token", "polling", "restore", "reset", "host", "feedback"]
+         "credits", "token", "polling", "restore", "reset", "host", "feedback", "memory"]
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ export const SITE = process.env.SITE_URL;
 export async function recordEvents(context) {
   await context.addInitScript(() => {
     window.__events = [];
-    for (const name of ["ready", "message", "delta", "run", "approval", "outcome", "connection", "error"]) {
+    for (const name of ["ready", "message", "delta", "run", "approval", "outcome", "connection", "error", "memory"]) {
       document.addEventListener(`heddle-chat:${name}`, (e) => window.__events.push({ name, detail: e.detail, at: window.__events.length }));
     }
   });

@@ -15,10 +15,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from heddle.billing import service as billing
 from heddle.loom.channels import thread_channel
 from heddle.loom.deltas import DELTA_EVENT
+from heddle.loom.memory_models import Memory
 from heddle.workspaces import service as ws_service
 
 HELP_START = "I am the scripted model."
@@ -201,6 +203,27 @@ def test_polls_when_realtime_is_off(run_browser, site):
         server.call(realtime(True))
     assert r["status"] == "Checking for replies" and r["sockets"] == 0
     assert r["answer"] == "You said: It does" and r["deltas"] == 0
+
+
+def test_a_fact_is_deleted_from_the_memory_panel(run_browser, site):
+    server, workspace = site["server"], site["setup"]["workspace_id"]
+
+    async def facts(add: bool = False):
+        async with server.services.database().transaction() as s:
+            if add:
+                for content in ("Account ends 4417.", "Prefers replies in French."):
+                    s.add(Memory(workspace_id=workspace, subject="web:memory", content=content, source="api"))
+                    await s.flush()
+            return [m.content for m in await s.scalars(select(Memory).where(
+                Memory.workspace_id == workspace, Memory.subject == "web:memory"))]
+
+    server.call(facts(add=True))
+    r = run(run_browser, site, "memory.mjs", "memory")
+    assert r["toggle_text"] == "What I remember" and (r["expanded_before"], r["expanded_after"]) == ("false", "true")
+    assert r["before"] == ["Prefers replies in French.", "Account ends 4417."]  # newest first
+    assert r["after"] == ["Account ends 4417."] and r["status"] == "Deleted."
+    assert len(r["memory_events"]) == 1 and r["after_reload"] == ["Account ends 4417."]
+    assert server.call(facts()) == ["Account ends 4417."]  # deleted on the server, not only on screen
 
 
 def test_out_of_credits_is_said_plainly(run_browser, site):

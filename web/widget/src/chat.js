@@ -4,6 +4,7 @@ import { Cards } from "./cards.js";
 import { describe } from "./errors.js";
 import { renderStreaming } from "./text.js";
 import { attachFeedback } from "./feedback.js";
+import { MemoryPanel } from "./memory.js";
 import { connect } from "./realtime.js";
 import { Api, ChatError, Tokens, newKey } from "./session.js";
 import { View } from "./view.js";
@@ -43,6 +44,7 @@ export class Chat {
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); this.submit(); }
     });
     stopButton.addEventListener("click", () => this.cancel());
+    if (options.memory) this.memoryPanel = new MemoryPanel(this); // "What I remember" (docs/widget.md)
   }
 
   // ---- events for the page: element events `heddle-chat:<name>`, options.onEvent, and on() ----

@@ -71,8 +71,9 @@ export class View {
         this.sendButton,
         this.stopButton),
       h("span", { id: keysId, class: "hc-sr", text: "Enter sends; Shift+Enter starts a new line." }));
+    this.header = h("header", { class: "hc-header", part: "header" }, this.title, this.conn);
     this.container = h("section", { class: "hc", part: "container", "aria-labelledby": titleId },
-      h("header", { class: "hc-header", part: "header" }, this.title, this.conn),
+      this.header,
       this.log, this.typing, this.alert, this.form);
     this.root.append(this.container);
     this.dismissButton.addEventListener("click", () => this.clearError());

@@ -7,7 +7,7 @@ import { ScheduleList } from "./schedules";
 type Obj = Record<string, any>;
 
 export function Thread({ ws, thread }: { ws: string; thread: string }) {
-  const { data, error, loading } = useApi<{ thread: Obj; messages: Obj[]; runs: Obj[]; agent?: Obj }>(`/workspaces/${ws}/threads/${thread}`);
+  const { data, error, loading } = useApi<{ thread: Obj; messages: Obj[]; runs: Obj[]; agent?: Obj; summaries?: Obj[]; memories?: Obj[] }>(`/workspaces/${ws}/threads/${thread}`);
   if (!data) return (
     <div>
       <p class="crumbs"><Link href={`/w/${ws}/threads`}>Threads</Link> <span aria-hidden="true">/</span> Thread</p>
@@ -50,6 +50,33 @@ export function Thread({ ws, thread }: { ws: string; thread: string }) {
         </Card>
       </div>
       <Card title="Schedules of this thread"><ScheduleList ws={ws} thread={thread} /></Card>
+      <div class="two-col two-col-wide">
+        <Card title="Thread summaries">
+          {!data.summaries?.length ? <Empty>No summary: the whole thread still fits the model's history budget.</Empty> : (
+            <ul class="plain" aria-label="Summaries, newest first">
+              {data.summaries.map((x) => (
+                <li key={x.id} class="summary-line">
+                  <div class="small muted">Messages 1–{x.through_seq} ({x.messages} summarized) · {x.model_class} · {when(x.created_at)}
+                    {x.run_id && <> · <Link href={`/w/${ws}/runs/${x.run_id}`} class="mono">run {short(x.run_id)}</Link></>}</div>
+                  <div class="msg-text">{x.content}</div>
+                </li>
+              ))}
+            </ul>
+          )}
+        </Card>
+        <Card title={<>What agents remember about <span class="mono">{t.subject}</span></>}>
+          {!data.memories?.length ? <Empty>Nothing is remembered about this subject.</Empty> : (
+            <ul class="plain" aria-label="Remembered facts, newest first">
+              {data.memories.map((m) => (
+                <li key={m.id} class="memory-line">
+                  <span>{m.content}</span>
+                  <span class="small muted"> · {m.source === "tool" ? "remembered by an agent" : "added by the API"} · {when(m.created_at)}</span>
+                </li>
+              ))}
+            </ul>
+          )}
+        </Card>
+      </div>
       <RawJson value={data} />
     </div>
   );
