@@ -579,6 +579,40 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "memory.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A fact was remembered about a subject */
+        post: operations["webhook_memory_created"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "memory.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A fact remembered about a subject was deleted */
+        post: operations["webhook_memory_deleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1298,8 +1332,8 @@ export interface components {
          *       "subject": "web:alice",
          *       "content": "Pays rent from account ending 4417.",
          *       "source": "tool",
-         *       "agent_id": "agent_01HX0000000000000000000000",
-         *       "run_id": null,
+         *       "agent_id": "agent_3k9x2m",
+         *       "run_id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
          *       "created_at": "2026-01-01T12:00:00Z"
          *     }
          */
@@ -1313,12 +1347,8 @@ export interface components {
             subject: string;
             /** Content */
             content: string;
-            /**
-             * Source
-             * @description `tool`: an agent's `remember` call; `api`: POST /v1/loom/memories.
-             * @enum {string}
-             */
-            source: "tool" | "api";
+            /** @description `tool`: an agent's `remember` call; `api`: POST /v1/loom/memories. */
+            source: components["schemas"]["MemorySource"];
             /**
              * Agent Id
              * @description The agent whose `remember` call stored it (null for `api`).
@@ -1344,9 +1374,10 @@ export interface components {
          *       "subject": "web:alice",
          *       "content": "Pays rent from account ending 4417.",
          *       "source": "tool",
-         *       "agent_id": "agent_01HX0000000000000000000000",
-         *       "run_id": null,
-         *       "created_at": "2026-01-01T12:00:00Z"
+         *       "agent_id": "agent_3k9x2m",
+         *       "run_id": "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11",
+         *       "created_at": "2026-01-01T12:00:00Z",
+         *       "deleted": true
          *     }
          */
         MemoryDeleted: {
@@ -1359,12 +1390,8 @@ export interface components {
             subject: string;
             /** Content */
             content: string;
-            /**
-             * Source
-             * @description `tool`: an agent's `remember` call; `api`: POST /v1/loom/memories.
-             * @enum {string}
-             */
-            source: "tool" | "api";
+            /** @description `tool`: an agent's `remember` call; `api`: POST /v1/loom/memories. */
+            source: components["schemas"]["MemorySource"];
             /**
              * Agent Id
              * @description The agent whose `remember` call stored it (null for `api`).
@@ -1387,6 +1414,8 @@ export interface components {
              */
             deleted: true;
         };
+        /** @enum {string} */
+        MemorySource: "tool" | "api";
         /**
          * Message
          * @description One message of a thread; payload of the `message.created` event.
@@ -2399,7 +2428,10 @@ export interface components {
              */
             id: string;
             type: components["schemas"]["WebhookEventType"];
-            /** Run Id */
+            /**
+             * Run Id
+             * @description The run a run.* event is about (null for memory.*).
+             */
             run_id: string | null;
             state: components["schemas"]["DeliveryState"];
             /** Attempt Count */
@@ -2423,7 +2455,7 @@ export interface components {
             attempts: components["schemas"]["WebhookAttemptRecord"][];
         };
         /** @enum {string} */
-        WebhookEventType: "run.closed" | "run.failed" | "run.awaiting_input" | "run.awaiting_outcome" | "message.feedback";
+        WebhookEventType: "run.closed" | "run.failed" | "run.awaiting_input" | "run.awaiting_outcome" | "message.feedback" | "memory.created" | "memory.deleted";
         /**
          * Workspace
          * @description The calling workspace and the key that called.
@@ -2628,7 +2660,8 @@ export interface components {
              * @example 2026-01-01T12:00:00.000000Z
              */
             created_at: string;
-            data: components["schemas"]["Run"] | components["schemas"]["Feedback"];
+            /** @description The Run for run.* events, the Feedback for message.feedback, the Memory for memory.*. */
+            data: components["schemas"]["Run"] | components["schemas"]["Feedback"] | components["schemas"]["Memory"];
         };
     };
     responses: never;
@@ -7620,6 +7653,56 @@ export interface operations {
         };
     };
     webhook_message_feedback: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_memory_created: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex HMAC-SHA256>` under the webhook secret (docs/streaming-and-webhooks.md). */
+                "Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEvent"];
+            };
+        };
+        responses: {
+            /** @description Received; any other answer is retried with backoff. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_memory_deleted: {
         parameters: {
             query?: never;
             header: {
