@@ -9,7 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from heddle.console import routes_agents, routes_credits, routes_runs, routes_workspaces
+from heddle.console import routes_agents, routes_attachments, routes_credits, routes_runs, routes_workspaces
 from heddle.console.auth import ConsoleOperator, clear_session_cookie, current_operator
 from heddle.console.common import writing
 from heddle.console.login import router as login_router
@@ -33,7 +33,7 @@ async def logout(request: Request, operator: ConsoleOperator = Depends(current_o
     return response
 
 
-for module in (routes_workspaces, routes_agents, routes_runs, routes_credits):
+for module in (routes_workspaces, routes_agents, routes_runs, routes_credits, routes_attachments):
     api.include_router(module.router)
 
 router = APIRouter(include_in_schema=False)

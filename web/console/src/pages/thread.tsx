@@ -2,6 +2,7 @@
 import { Badge, Card, Empty, ErrorBox, Loading, Markdown, PageHead, RawJson, useApi } from "../components";
 import { credits, short, when } from "../format";
 import { Link } from "../router";
+import { Attachments } from "../attachments";
 
 type Obj = Record<string, any>;
 
@@ -29,6 +30,7 @@ export function Thread({ ws, thread }: { ws: string; thread: string }) {
                     <time dateTime={m.created_at}>{when(m.created_at)}</time>
                     {m.run_id && <Link href={`/w/${ws}/runs/${m.run_id}`} class="small">run {short(m.run_id)}</Link>}</div>
                   {m.role === "user" ? <div class="msg-text">{m.content}</div> : <Markdown text={m.content} class="msg-text" />}
+                  <Attachments ws={ws} items={m.attachments} />
                 </li>
               ))}
             </ol>
