@@ -120,6 +120,21 @@ export class Attachments {
     }
   }
 
+  /** Files taken for a message Heddle refused (run_active): back in the tray, still uploaded. */
+  restore(metas) {
+    for (const meta of metas || []) {
+      const remove = h("button", { type: "button", class: "hc-btn hc-btn-small hc-btn-ghost hc-remove",
+        "aria-label": `Remove ${meta.name}`, text: "×" });
+      const item = { file: { name: meta.name }, meta, state: "done", done: Promise.resolve(),
+        el: h("li", { class: "hc-tray-item", "data-name": meta.name, "data-id": meta.id },
+          h("span", { class: "hc-chip-name", text: meta.name }), h("span", { class: "hc-chip-size", text: formatSize(meta.size) }), remove) };
+      remove.addEventListener("click", () => this.remove(item));
+      this.items.push(item);
+      this.tray.append(item.el);
+    }
+    this.tray.hidden = this.items.length === 0;
+  }
+
   remove(item) {
     const hadFocus = this.chat.view.hasFocus();
     if (item.xhr && item.state === "uploading") item.xhr.abort();
@@ -173,7 +188,7 @@ export class Attachments {
     this.items = this.items.filter((i) => i.state !== "done");
     this.tray.hidden = this.items.length === 0;
     return ready.map((i) => {
-      if (IMAGE.test(i.meta.content_type)) this.thumbs.set(i.meta.id, asDataUrl(i.file)); // no download to show it
+      if (IMAGE.test(i.meta.content_type) && i.file instanceof Blob) this.thumbs.set(i.meta.id, asDataUrl(i.file)); // no download to show it
       return i.meta;
     });
   }

@@ -399,6 +399,7 @@ export class Chat {
         entry.el.remove();
         this.unsent.splice(this.unsent.indexOf(entry), 1);
         if (!this.view.input.value) this.view.input.value = entry.content;
+        this.files.restore(entry.attachments);
         this.fail(err);
         this.catchUp();
         return;
