@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 
 from heddle.console import (
     routes_agents,
+    routes_attachments,
     routes_credits,
     routes_improve,
     routes_playground,
@@ -42,7 +43,7 @@ async def logout(request: Request, operator: ConsoleOperator = Depends(current_o
 
 
 for module in (routes_workspaces, routes_agents, routes_runs, routes_credits, routes_schedules, routes_improve,
-               routes_playground):
+               routes_playground, routes_attachments):
     api.include_router(module.router)
 
 router = APIRouter(include_in_schema=False)

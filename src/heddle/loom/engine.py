@@ -28,7 +28,6 @@ from heddle.loom import engine_sql as sql
 from heddle.loom import memory, structured_output
 from heddle.loom import queries as q
 from heddle.loom.approvals import initial_status
-from heddle.loom.attachments.to_model import stored_request
 from heddle.loom.channels import EventSink
 from heddle.loom.delta_writer import DeltaWriter
 from heddle.loom.deltas import DeltaStream

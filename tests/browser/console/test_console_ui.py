@@ -247,3 +247,47 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert report["signed_out_again"]
     # Every mutation carried the CSRF header.
     assert report["mutations"] and all(m["csrf"] for m in report["mutations"]), report["mutations"]
+
+
+def test_the_trace_and_the_thread_show_a_message_image(tmp_path, built_web, run_browser):
+    """Issue 43: thumbnail, name, size and download link in the trace and the thread view."""
+    import io
+
+    from PIL import Image
+
+    db = f"sqlite+aiosqlite:///{tmp_path}/console.db"
+    server = LiveServer(database_url=db).start()
+    try:
+        ws = cli(db, "workspace", "create", "--name", "Files", "--credits", "100")
+        key = cli(db, "key", "create", "--workspace", ws["id"])
+        agent_file = tmp_path / "agent.yaml"
+        agent_file.write_text("name: Files helper\nmodel_class: scripted\ninstructions: Read what users send.\n")
+        agent = cli(db, "agent", "create", "--workspace", ws["id"], "--file", str(agent_file))
+        operator = cli(db, "operator", "create", "--email", "files@example.com")
+        headers = {"Authorization": f"Bearer {key['secret']}", "Service-Subject": "web:alice"}
+        buf = io.BytesIO()
+        Image.new("RGB", (40, 30), (20, 120, 200)).save(buf, "PNG")
+        png = buf.getvalue()
+        with server.client() as c:
+            thread = c.post("/v1/loom/threads", json={"agent": agent["id"]}, headers=headers).json()["data"]
+            up = c.post(f"/v1/loom/threads/{thread['id']}/attachments", headers=headers,
+                        files={"file": ("transfer.png", png, "image/png")})
+            assert up.status_code == 201, up.text
+            sent = c.post(f"/v1/loom/threads/{thread['id']}/messages", headers=headers,
+                          json={"content": "Why did this fail?", "attachments": [up.json()["data"]["id"]]}).json()["data"]
+            run = wait_closed(c, sent["run_id"], headers)
+        report = run_browser("console/console_attachments.mjs", env={
+            "HEDDLE_URL": server.base_url, "LOGIN_PATH": urlparse(operator["login_url"]).path, "WS": ws["id"],
+            "RUN_ID": run["id"], "THREAD_ID": thread["id"]})
+    finally:
+        server.stop()
+    assert report["trace_first"].startswith("The user wrote") and "transfer.png" in report["trace_first"]
+    for shown in (report["trace_files"], report["thread_files"]):
+        [f] = shown
+        assert f["name"] == "transfer.png" and f["thumb"] == 40 and f["download"] == "transfer.png", f
+        assert "image/png" in f["text"] and f"{len(png)} B" in f["text"] and "40×30" in f["text"], f
+    assert report["download"] == {"status": 200, "disposition": report["download"]["disposition"], "nosniff": "nosniff",
+                                  "type": "image/png", "size": len(png)}
+    assert report["download"]["disposition"].startswith('attachment; filename="transfer.png"')
+    assert report["other_workspace"] == {"status": 404, "code": "not_found"}
+    assert report["signed_out_status"] == 401

@@ -8,7 +8,7 @@ import pytest
 from support.web_chat import web_chat_site
 
 USERS = ["stream", "question", "approve", "deny", "message", "outcome", "reconnect", "keys", "errors", "site",
-         "credits", "token", "polling", "restore", "reset", "host", "feedback", "memory"]
+         "credits", "token", "polling", "restore", "reset", "host", "feedback", "memory", "attach"]
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ its own user of the site, so the scenarios share one server but never a conversa
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import threading
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from PIL import Image
 from sqlalchemy import select
 
 from heddle.billing import service as billing
@@ -338,3 +340,25 @@ def test_thumbs_down_with_a_comment_is_kept_and_found_in_the_console(run_browser
     assert r["after_reload"] == {"down": "true", "up": "false"}
     assert "thumbs down" in r["console_row"] and "It did not answer my question." in r["console_row"]
     assert r["trace_href"].endswith(f"/runs/{r['trace_href'].rsplit('/', 1)[1]}")
+
+
+def test_attach_a_png_see_thumbnail_and_reply_then_reload(run_browser, site, tmp_path):
+    png = tmp_path / "receipt.png"
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 48), (200, 30, 30)).save(buf, "PNG")
+    png.write_bytes(buf.getvalue())
+    html = tmp_path / "page.html"
+    html.write_text("<!doctype html><html><body><script>alert(1)</script></body></html>")
+    r = run(run_browser, site, "attach.mjs", "attach", PNG_PATH=str(png), HTML_PATH=str(html))
+    assert r["button"] == {"tag": "BUTTON", "label": "Attach files", "tabindex": 0}
+    assert r["focused"] == "Attach files"  # Shift+Tab from the message box
+    # The refused file: the envelope's own message, inline; removed with its button.
+    assert r["refused"].startswith("The file is HTML, XML or SVG markup; accepted are PNG"), r["refused"]
+    assert r["tray_after_remove"] == 0
+    assert r["tray_item"]["name"] == "receipt.png" and r["tray_item"]["thumb"] is True
+    assert "receipt.png" in r["reply"] and "attachment" in r["reply"]
+    [meta] = r["message_event"][-1]
+    assert meta["name"] == "receipt.png" and meta["content_type"] == "image/png" and meta["size"] == png.stat().st_size
+    for thumbs in (r["thumbs_before"], r["thumbs_after"]):
+        assert thumbs == [{"alt": "receipt.png", "data": True, "loaded": 64}]
+    assert any("receipt.png" in text for text in r["replies_after"]), r["replies_after"]

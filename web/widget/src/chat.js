@@ -1,5 +1,6 @@
 // One mounted chat: its thread, the messages shown, the run being followed (over realtime, or
 // by polling while the socket is down), and what the person may do next.
+import { Attachments } from "./attach.js";
 import { Cards } from "./cards.js";
 import { describe } from "./errors.js";
 import { renderStreaming } from "./text.js";
@@ -24,6 +25,7 @@ export class Chat {
     this.api = new Api(baseUrl, new Tokens(options.getToken));
     this.view = new View(element, { title: options.title || "Chat", placeholder: options.placeholder || "Type a message…" });
     this.cards = new Cards(this);
+    this.files = new Attachments(this);
     this.messages = new Map(); // message id -> element
     this.streams = new Map(); // message id -> {el, pieces, runId} while a reply streams
     this.unsent = []; // optimistic user bubbles not yet matched to a message id
@@ -273,6 +275,7 @@ export class Chat {
     } else {
       el = this.view.message(message.role, message.content, { id: message.id, run: message.run_id, data: message.data });
     }
+    this.files.show(el, message.attachments);
     this.messages.set(message.id, el);
     attachFeedback(this.api, el, message, (err) => this.view.showError(`Your feedback was not saved: ${err.message || err}`));
     this.emit("message", message);
@@ -351,7 +354,7 @@ export class Chat {
 
   // ---- what the person does ----
   async submit() {
-    if (!this.view.input.value.trim() || !this.threadId || this.submitting) return;
+    if ((!this.view.input.value.trim() && !this.files.pending) || !this.threadId || this.submitting) return;
     if (this.run && BLOCKING.has(this.run.state)) {
       // The run as last seen may already have ended: its reply shown, its closing update still
       // on the way (a message sent right after a reply). Ask Heddle before refusing.
@@ -362,12 +365,16 @@ export class Chat {
         return;
       }
     }
+    this.submitting = true;
+    let attachments;
+    try { attachments = await this.files.take(); } finally { this.submitting = false; }
     const content = this.view.input.value;
-    if (!content.trim()) return;
+    if (!content.trim() && !attachments.length) return;
     this.clearAlert();
     if (this.run && this.run.pending && this.run.pending.type === "approval") this.cards.declineByMessage();
     if (this.emptyNote) { this.emptyNote.remove(); this.emptyNote = null; }
-    const entry = { content, el: this.view.message("user", content, { pending: true }) };
+    const entry = { content, attachments, el: this.view.message("user", content, { pending: true }) };
+    this.files.show(entry.el, attachments);
     this.unsent.push(entry);
     this.view.input.value = "";
     this.view.autosize();
@@ -378,10 +385,11 @@ export class Chat {
   async post(entry, key) {
     try {
       // The same Idempotency-Key on every retry: a retried message is never posted twice.
-      const data = await this.api.post(path`/v1/loom/threads/${this.threadId}/messages`, { content: entry.content },
+      const data = await this.api.post(path`/v1/loom/threads/${this.threadId}/messages`, entry.attachments.length ? { content: entry.content, attachments: entry.attachments.map((a) => a.id) } : { content: entry.content },
         { idempotencyKey: key, networkRetries: 2 });
       entry.id = data.message_id;
-      this.addMessage({ id: data.message_id, role: "user", content: entry.content, run_id: data.run_id, thread_id: this.threadId });
+      this.addMessage({ id: data.message_id, role: "user", content: entry.content, run_id: data.run_id, thread_id: this.threadId,
+        attachments: entry.attachments });
       this.handleRun(data.run);
     } catch (err) {
       if (this.destroyed) return;
@@ -395,6 +403,7 @@ export class Chat {
         entry.el.remove();
         this.unsent.splice(this.unsent.indexOf(entry), 1);
         if (!this.view.input.value) this.view.input.value = entry.content;
+        this.files.restore(entry.attachments);
         this.fail(err);
         this.catchUp();
         return;

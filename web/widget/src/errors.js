@@ -24,6 +24,9 @@ const BY_CODE = {
   max_turns_exceeded: "The assistant took too many steps on this one and stopped. Try asking differently.",
   max_duration_exceeded: "The assistant took too long on this one and stopped. Try again.",
   internal_error: "The chat service had a problem. Try again in a moment.",
+  model_cannot_see_images: "This assistant cannot look at images. Remove the image, or describe it in words.",
+  too_many_attachments: "Too many files in one message. Send some of them in the next one.",
+  attachment_in_use: "One of those files was already sent. Attach it again to send it once more.",
 };
 
 /** A sentence for a ChatError (or anything thrown). */

@@ -13,6 +13,7 @@ import datetime as dt
 import hmac
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlalchemy import select
@@ -56,9 +57,10 @@ def signed_url(base_url: str, secret: str, attachment_id: str, expires: int) -> 
     return f"{base_url.rstrip('/')}{path}?expires={expires}&signature={attachment_url_signature(secret, path, expires)}"
 
 
-async def with_signed_urls(session: AsyncSession, run: Run, schema: dict[str, Any], args: dict[str, Any], *,
-                           secret: str, base_url: str, ttl: float) -> dict[str, Any]:
-    """`args` with each attachment id replaced by its metadata and a signed URL."""
+async def replace_attachments(session: AsyncSession, run: Run, schema: dict[str, Any], args: dict[str, Any],
+                              hand: Callable[[Attachment], Awaitable[Any]]) -> dict[str, Any]:
+    """`args` with each attachment id (a parameter marked `heddle-attachment`) replaced by what
+    `hand` makes of its row; only the run's own thread's attachments, else AttachmentNotFound."""
     fields = {k: many for k, many in attachment_fields(schema).items() if k in args}
     if not fields:
         return args
@@ -69,19 +71,30 @@ async def with_signed_urls(session: AsyncSession, run: Run, schema: dict[str, An
         raise AttachmentNotFound(f"{ids!r} are not attachment ids") from None
     rows = {str(a.id): a for a in await session.scalars(select(Attachment).where(
         Attachment.id.in_(parsed), Attachment.thread_id == run.thread_id, Attachment.workspace_id == run.workspace_id))}
-    expires = int(time.time() + ttl)
 
-    def handed(value: Any) -> dict[str, Any]:
+    async def handed(value: Any) -> Any:
         row = rows.get(str(value).lower())
         if row is None:
             raise AttachmentNotFound(f"no attachment {value!r} in this thread")
-        return {**attachment_dict(row), "url": signed_url(base_url, secret, str(row.id), expires),
-                "url_expires_at": iso_from(expires)}
+        return await hand(row)
 
     out = dict(args)
     for name, many in fields.items():
-        out[name] = [handed(v) for v in args[name]] if many and isinstance(args[name], list) else handed(args[name])
+        out[name] = ([await handed(v) for v in args[name]] if many and isinstance(args[name], list)
+                     else await handed(args[name]))
     return out
+
+
+async def with_signed_urls(session: AsyncSession, run: Run, schema: dict[str, Any], args: dict[str, Any], *,
+                           secret: str, base_url: str, ttl: float) -> dict[str, Any]:
+    """`args` with each attachment id replaced by its metadata and a signed URL."""
+    expires = int(time.time() + ttl)
+
+    async def hand(row: Attachment) -> dict[str, Any]:
+        return {**attachment_dict(row), "url": signed_url(base_url, secret, str(row.id), expires),
+                "url_expires_at": iso_from(expires)}
+
+    return await replace_attachments(session, run, schema, args, hand)
 
 
 def iso_from(epoch: int) -> str:

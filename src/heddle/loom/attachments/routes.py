@@ -118,6 +118,11 @@ async def get_attachment_content(
         async with loom_session(request) as (auth, session):
             row = await store.visible_attachment(session, auth, attachment_id)
             aid, name, ctype, size = row.id, row.name, row.content_type, row.size
+    return download_response(request, aid, name, ctype, size)
+
+
+def download_response(request: Request, aid, name: str, ctype: str, size: int) -> StreamingResponse:
+    """The bytes as a download, never rendered inline (also the console's download)."""
     if ctype.startswith("text/") or ctype == "application/json":
         ctype += "; charset=utf-8"
     headers = {"Content-Disposition": content_disposition(name), "X-Content-Type-Options": "nosniff",

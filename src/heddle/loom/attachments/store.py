@@ -74,6 +74,15 @@ async def visible_attachment(session: AsyncSession, auth: AuthContext, attachmen
     return row
 
 
+async def workspace_attachment(session: AsyncSession, workspace_id: str, attachment_id: str) -> Attachment:
+    """The attachment if it is in this workspace (an operator's read, any subject); 404 otherwise."""
+    aid = q.parse_id(attachment_id, "attachment")
+    row = await session.get(Attachment, aid)
+    if row is None or str(row.workspace_id) != str(workspace_id):
+        raise q.not_found("attachment")
+    return row
+
+
 async def claim_for_message(session: AsyncSession, auth: AuthContext, thread: Thread, ids: list[str],
                             message_id: uuid.UUID, *, per_message: int) -> list[dict[str, Any]]:
     """Mark the attachments as the message's (in the message's transaction) and return their

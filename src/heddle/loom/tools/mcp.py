@@ -21,6 +21,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from heddle.loom.attachments.for_mcp import with_mcp_content
+from heddle.loom.attachments.for_tools import AttachmentNotFound
 from heddle.loom.lease import Fence
 from heddle.loom.models import Run, ToolCall
 from heddle.loom.providers.base import ToolSpec
@@ -147,6 +149,10 @@ class McpTool:
             bearer = await subject_token(self.svc.hosted, run, workspace)
         except MintError as exc:
             return failed(exc.code, f"Could not get a subject token from the workspace mint_url: {exc.message}")
+        try:  # attachment ids become their content as MCP image/resource blocks (loom/attachments/for_mcp.py)
+            args = await self._with_attachments(run, call, connection, workspace, bearer)
+        except AttachmentNotFound as exc:
+            return failed("attachment_not_found", f"Cannot call {call.name}: {exc}.")
         # The last write before the server is called (fenced, the call still pending): a crash
         # from here on leaves the call's fate known to be unknown (states.in_flight).
         async with self.uow.transaction(fence=fence) as work:
@@ -156,7 +162,7 @@ class McpTool:
         answer = await self.svc.client.call_tool(
             connection.base_url,
             call.name,
-            call.args or {},
+            args,
             request_secret=workspace.request_secret,
             bearer=bearer,
             scope=_scope(connection, run),
@@ -190,6 +196,25 @@ class McpTool:
             result={"error": answer.error or {"code": "tool_failed", "message": "The MCP server refused the call."}},
             **common,
         )
+
+    async def _with_attachments(self, run: Run, call: ToolCall, connection: Connection, workspace: Workspace,
+                                bearer: str | None) -> dict[str, Any]:
+        """The call's arguments, each attachment id (a parameter the server's input schema marks
+        `"format": "heddle-attachment"`) replaced by its MCP content. The schema is the cached
+        list's (the one `call_tool` checks the arguments against); no list, no replacement."""
+        args = call.args or {}
+        if not args:
+            return args
+        try:
+            listed = await self.svc.client.list_tools(connection.base_url, request_secret=workspace.request_secret,
+                                                      bearer=bearer, scope=_scope(connection, run))
+        except McpUnavailable:
+            return args  # call_tool meets the same failure and reports it
+        schema = next((t.input_schema for t in listed if t.name == call.name), None)
+        if not schema:
+            return args
+        async with self.svc.hosted.db.session() as session:
+            return await with_mcp_content(session, run, schema, args)
 
 
 def _scope(connection: Connection, run: Run) -> str:

@@ -6,6 +6,7 @@ import { Badge, Card, ErrorBox, Loading, Markdown, PageHead, RawJson, StatusCode
 import { ModelInput } from "./model_input";
 import { credits, duration, short, when } from "../format";
 import { Link } from "../router";
+import { Attachments } from "../attachments";
 
 type Obj = Record<string, any>;
 
@@ -110,7 +111,7 @@ function timeline(t: Obj, requests: Obj[], ws: string): Entry[] {
       key: `msg-${m.id}`, kind: "user", node: (
         <div>
           <Head title={i === 0 ? "The user wrote" : "The user answered"} at={m.created_at} />
-          <div class="user-says"><Markdown text={m.content} /></div>
+          <div class="user-says"><Markdown text={m.content} /><Attachments ws={ws} items={m.attachments} /></div>
         </div>) });
   });
   // State changes, when the API gives them (run events), each a row.

@@ -3,6 +3,7 @@ import { Badge, Card, Empty, ErrorBox, Loading, Markdown, PageHead, RawJson, use
 import { credits, short, when } from "../format";
 import { Link } from "../router";
 import { ScheduleList } from "./schedules";
+import { Attachments } from "../attachments";
 
 type Obj = Record<string, any>;
 
@@ -31,6 +32,7 @@ export function Thread({ ws, thread }: { ws: string; thread: string }) {
                     {m.run_id && <Link href={`/w/${ws}/runs/${m.run_id}`} class="small">run {short(m.run_id)}</Link>}</div>
                   {m.scheduled && <div class="small muted">scheduled{m.scheduled.created_by === "agent" ? " by the agent" : ""}{m.scheduled.late ? `, ${Math.round(m.scheduled.late_seconds)} s late` : ""}</div>}
                   {m.role === "user" ? <div class="msg-text">{m.content}</div> : m.data ? <RawJson value={m.data} label="Structured reply" /> : <Markdown text={m.content} class="msg-text" />}
+                  <Attachments ws={ws} items={m.attachments} />
                 </li>
               ))}
             </ol>
