@@ -159,8 +159,9 @@ DEFAULT_ERROR = {"description": "Any other error, in the error envelope (see the
 
 def _webhook_body(schemas: dict[str, Any]) -> None:
     """The webhook body's `data` is the Run schema (`run.*`), the Feedback schema
-    (`message.feedback`) or the Memory schema (`memory.*`), and its example a closed run (the Run schema's own example, finished):
-    heddle/webhooks/schemas.py sits below loom and cannot name the Run model itself."""
+    (`message.feedback`) or the Memory schema (`memory.*`), and its example a closed run (the
+    Run schema's own example, finished): heddle/webhooks/schemas.py sits below loom and cannot
+    name the Run model itself."""
     event, run = schemas.get("WebhookEvent"), schemas.get("Run")
     if event is not None and run is not None:
         refs = [{"$ref": f"#/components/schemas/{name}"}

