@@ -64,6 +64,7 @@ from heddle.loom.views import render_run
 from heddle.observability import tracing
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
+from heddle.runs_vocabulary import ORIGIN_EVAL, ORIGIN_PLAYGROUND
 from heddle.text import replace_nul
 
 log = get_logger(__name__)
@@ -131,6 +132,11 @@ class RunEngine:
         except Exception:
             return DEFAULT_HISTORY_TOKENS, "scripted"
         return model_class.history_tokens, model_class.provider
+
+    def _count(self, run: Run, state: str) -> None:
+        """heddle_runs_total counts users' runs: the console's playground and evals stay out."""
+        if run.origin not in (ORIGIN_PLAYGROUND, ORIGIN_EVAL):
+            self.metrics.runs.labels(state).inc()
 
     def _sees_images(self, agent: Agent) -> bool:
         """Whether the agent's model class takes images (attachments as image parts)."""
@@ -329,7 +335,7 @@ class RunEngine:
                     message = await sql.add_assistant_message(session, run, response.text or "",
                                                               message_id=reply.message_id,
                                                               data=shaped.data if shaped is not None else None)
-                    self.metrics.runs.labels("closed").inc()
+                    self._count(run, "closed")
                     # Always built, realtime or not: the SSE log and the webhooks need them too.
                     work.message_created(run.thread_id, message_dict(message))
                     work.run_updated(run.thread_id, await self._render(session, run, message))
@@ -347,7 +353,7 @@ class RunEngine:
                              "The workspace balance could not pay for the model turn.") from None
         self.metrics.credits_charged.labels("model_turn").inc(cost)  # once it committed
         if cut_off:
-            self.metrics.runs.labels("failed").inc()
+            self._count(run, "failed")
             log.info("run_failed", run_id=str(run.id), code="model_error", truncated=True)
             return False
         return not finish
@@ -382,7 +388,7 @@ class RunEngine:
             message = await sql.add_assistant_message(work.session, run, question)
             work.message_created(run.thread_id, message_dict(message))
             work.run_updated(run.thread_id, await self._render(work.session, run, message))
-        self.metrics.runs.labels("awaiting_input").inc()
+        self._count(run, "awaiting_input")
 
     async def _pause(self, fence: Fence, event: str) -> None:
         async with self.uow.transaction(fence=fence) as work:
@@ -390,7 +396,7 @@ class RunEngine:
             work.workspace_id = run.workspace_id
             await work.move(run, event)
             work.run_updated(run.thread_id, await render_run(work.session, run))
-        self.metrics.runs.labels("awaiting_input" if event == "await_approval" else "awaiting_outcome").inc()
+        self._count(run, "awaiting_input" if event == "await_approval" else "awaiting_outcome")
 
     async def _fail(self, fence: Fence, code: str, message: str, turn: dict[str, Any] | None = None) -> None:
         run_id = fence.run_id
@@ -408,6 +414,6 @@ class RunEngine:
                 await advance_queue(work, run.thread_id)
         except HeddleError:
             return
-        self.metrics.runs.labels("failed").inc()
+        self._count(run, "failed")
         log.info("run_failed", run_id=str(run_id), code=code)
 
