@@ -121,25 +121,13 @@ def memory(server: Server, pairs: list[tuple[dict, str]]) -> dict:
 
 
 def statements(db_url: str, runs: int) -> dict:
-    import uvicorn
-    from engine_statements import Counting
+    from engine_statements import serve_counting
     from PIL import Image
-
-    from heddle.app import create_app
-    from heddle.config import Settings
 
     ws = cli(db_url, "workspace", "create", "--name", "bench", "--credits", "1000000")["id"]
     secret = cli(db_url, "key", "create", "--workspace", ws)["secret"]
     agent = create_agent(db_url, ws, AGENT)
-    port = free_port()
-    app = create_app(Settings(database_url=db_url, host="127.0.0.1", port=port, log_level="WARNING",
-                              rate_limit_per_key="off", rate_limit_per_subject="off"))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    counting = Counting(app.state.services.get().db.engine)
+    port, counting, server, thread = serve_counting(db_url)
     png = io.BytesIO()
     Image.new("RGB", (800, 600), (200, 40, 40)).save(png, "PNG")
     results = {}

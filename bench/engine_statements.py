@@ -58,6 +58,24 @@ class Counting:
             self.commits += 1
 
 
+def serve_counting(db_url: str, **settings):
+    """The app on a loopback port in a thread of this process, rate limits off (as in every
+    bench: a fast server polled every 5 ms exceeds the default 100 requests a second per key),
+    and a `Counting` of its run tasks' statements: `(port, counting, server, thread)`."""
+    from heddle.app import create_app
+    from heddle.config import Settings
+
+    port = free_port()
+    app = create_app(Settings(database_url=db_url, host="127.0.0.1", port=port, log_level="WARNING",
+                              rate_limit_per_key="off", rate_limit_per_subject="off", **settings))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    return port, Counting(app.state.services.get().db.engine), server, thread
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20, help="runs of each kind (default 20)")
@@ -66,8 +84,6 @@ def main() -> None:
     parser.add_argument("--detail", action="store_true", help="print statements by kind")
     args = parser.parse_args()
 
-    from heddle.app import create_app
-    from heddle.config import Settings
 
     tmp = tempfile.TemporaryDirectory()
     db_url = args.database_url or f"sqlite+aiosqlite:///{Path(tmp.name) / 'bench.db'}"
@@ -76,17 +92,7 @@ def main() -> None:
     secret = cli(db_url, "key", "create", "--workspace", ws)["secret"]
     agent = create_agent(db_url, ws, AGENT)
 
-    port = free_port()
-    # Rate limits off, as in every bench (bench/common.py): a fast server polled every 5 ms
-    # exceeds the default 100 requests a second per key.
-    app = create_app(Settings(database_url=db_url, host="127.0.0.1", port=port, log_level="WARNING",
-                              rate_limit_per_key="off", rate_limit_per_subject="off"))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    counting = Counting(app.state.services.get().db.engine)
+    port, counting, server, thread = serve_counting(db_url)
 
     results = {}
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:

@@ -22,17 +22,15 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 
 import httpx
-import uvicorn
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import cli, create_agent, free_port  # noqa: E402
-from engine_statements import Counting  # noqa: E402
+from common import cli, create_agent  # noqa: E402
+from engine_statements import serve_counting  # noqa: E402
 
 BUDGET = 150
 CLASSES = {"tight": {"provider": "scripted", "history_tokens": BUDGET, "input_price_per_1k": 0.01,
@@ -117,8 +115,6 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    from heddle.app import create_app
-    from heddle.config import Settings
 
     os.environ["HEDDLE_MODEL_CLASSES"] = json.dumps(CLASSES)  # for the CLI's agent files too
     tmp = tempfile.TemporaryDirectory()
@@ -128,16 +124,7 @@ def main() -> None:
     secret = cli(db_url, "key", "create", "--workspace", ws)["secret"]
     agents = {kind: create_agent(db_url, ws, text) for kind, text in AGENTS.items()}
 
-    port = free_port()
-    app = create_app(Settings(database_url=db_url, host="127.0.0.1", port=port, log_level="WARNING",
-                              rate_limit_per_key="off", rate_limit_per_subject="off",
-                              model_classes=json.dumps(CLASSES)))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    counting = Counting(app.state.services.get().db.engine)
+    port, counting, server, thread = serve_counting(db_url, model_classes=json.dumps(CLASSES))
 
     def headers(subject: str) -> dict:
         return {"Authorization": f"Bearer {secret}", "Service-Subject": subject}
