@@ -154,7 +154,8 @@ def test_the_console_signs_in_shows_every_page_with_real_data_and_changes_things
     assert look["sheet"] and look["logo"] == 1
     assert look["card"] == "rgb(255, 255, 255)" and look["button"] == "rgb(43, 89, 195)", look
     # Navigation has Threads and Agents; the threads page lists the conversation by subject and agent name.
-    assert report["nav"] == ["Overview", "Runs", "Threads", "Agents", "Ledger", "Request log", "Identify", "Settings"]
+    assert report["nav"] == ["Overview", "Runs", "Threads", "Schedules", "Agents", "Feedback", "Evals", "Ledger",
+                             "Request log", "Identify", "Settings"]
     # The workspace opens on its overview: four runs today, one failed with model_error.
     overview = report["overview"]
     assert overview["stats"][0].split() == ["4", "runs"] and overview["stats"][1].split() == ["1", "failed"], overview

@@ -12,7 +12,7 @@ export function attachFeedback(api, el, message, onError) {
     "aria-label": "Good answer", title: "Good answer", text: "👍" });
   const down = h("button", { type: "button", class: "hc-btn hc-btn-small hc-btn-ghost hc-thumb", "data-rating": "down",
     "aria-label": "Bad answer", title: "Bad answer", text: "👎" });
-  const comment = h("textarea", { class: "hc-input hc-feedback-comment", rows: "2", maxlength: "2000",
+  const comment = h("textarea", { class: "hc-feedback-comment", rows: "2", maxlength: "2000",
     "aria-label": "What was wrong with this answer? (optional)", placeholder: "What was wrong? (optional)" });
   const send = h("button", { type: "button", class: "hc-btn hc-btn-small hc-btn-primary hc-feedback-send", text: "Send" });
   const form = h("div", { class: "hc-feedback-form", hidden: true }, comment, send);
