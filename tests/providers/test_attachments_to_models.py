@@ -88,7 +88,8 @@ def test_an_earlier_image_counts_against_the_history_budget(tmp_path, llmock):
             thread = open_thread(http, h, agent)
             # 1024x1024 is 765 tokens to OpenAI: more than the whole budget
             image = uploaded(http, h, thread, "big.png", samples.png(1024, 1024))
-            llmock.reply("Seen.").reply("Answered.")
+            # The image's message falls out of the budget: a summary takes its place (issue 44).
+            llmock.reply("Seen.").reply("The user sent a picture.").reply("Answered.")
             assert _send(http, h, thread, [image["id"]])["state"] == "closed"
             resp = http.post(f"/v1/loom/threads/{thread}/messages", headers=h, json={"content": "and now?"})
             run = wait_run(http, h, resp.json()["data"]["run_id"], states=("closed", "failed"))
@@ -96,10 +97,12 @@ def test_an_earlier_image_counts_against_the_history_budget(tmp_path, llmock):
             second = [r for r in llmock.requests if r.path.endswith("/chat/completions")][-1]
             assert "image_url" not in json.dumps(second.body)
             trace = http.get(f"/v1/loom/runs/{run['id']}/trace", headers=h).json()["data"]
-            history = trace["turns"][0]["request"]["history"]
-            assert history["dropped_messages"] == 1 and history["kept_messages"] == 1  # the answer fits, the image not
-            left = history["attachments"]["left_out"]
-            assert [(x["id"], x["reason"]) for x in left] == [(image["id"], "history_budget")]
+            summary, reply = trace["turns"]
+            assert summary["purpose"] == "summary" and summary["request"]["summarized"]["through_seq"] == 1
+            assert "image_url" not in json.dumps(summary["request"])
+            history = reply["request"]["history"]
+            # The answer fits; the image's message is covered by the summary, not sent.
+            assert history["kept_messages"] == 1 and history["summary"]["through_seq"] == 1
     finally:
         server.stop()
 
