@@ -25,20 +25,19 @@ def test_history_is_cut_at_the_class_budget(caller, tenant):
         _run(caller, thread, word)  # answers: "You said: <word>"
         assert caller.run(asked)["state"] == "closed"
     last = _run(caller, thread, "ask: last?")
-    [turn] = caller.trace(last)["turns"]
+    # What falls out of the budget is summarized first (issue 44, docs/memory.md): a summary turn,
+    # then the reply's turn with the summary in place of the messages it covers.
+    summary, turn = caller.trace(last)["turns"]
+    assert summary["purpose"] == "summary" and not summary["request"].get("tools")
     history = turn["request"]["history"]
-    assert history["budget_tokens"] == 12 and history["kept_tokens"] <= 12
-    # earlier messages, newest first: "You said: delta" (3), "delta" (1), "delta?" (1), "ask: delta?" (2),
-    # "You said: charlie" (3), "charlie" (1), then "charlie?" (1) would still fit: 12 words in 7 messages
-    assert history["kept_messages"] == 7 and history["kept_tokens"] == 12
-    assert history["dropped_messages"] == 16 - 7
+    assert history["kept_tokens"] <= 12 and history["summary"]["through_seq"] >= 1
     sent = [m["content"] for m in turn["request"]["messages"]]
-    assert sent[0] == "charlie?" and sent[-1] == "ask: last?"
-    assert "alpha" not in " ".join(sent)
+    assert sent[0].startswith("Summary of the conversation so far") and "alpha" in sent[0]
+    assert sent[-1] == "ask: last?"
+    # With a budget smaller than the summary itself, what follows the summary's span is cut and
+    # reported (the trace names the first message left out).
     messages = caller.messages(thread)
-    dropped_id = history["first_dropped_message_id"]
-    assert [m["content"] for m in messages if m["id"] == dropped_id] == ["ask: charlie?"]
-
+    assert any(m["id"] == history["first_dropped_message_id"] for m in messages)
 
 def test_default_budget_keeps_a_short_thread_whole(caller, toolhost):
     thread = caller.thread()
