@@ -101,6 +101,34 @@ async def append(session, run_id: uuid.UUID, events: list[RunEvent]) -> int:
     return await insert(session, run_id, events)
 
 
+_RUNS_LOCKED = select(Run.id).where(Run.id.in_(bindparam("ids", expanding=True))).order_by(Run.id)
+_LAST_SEQS = (select(_e.run_id, func.max(_e.seq)).where(_e.run_id.in_(bindparam("ids", expanding=True)))
+              .group_by(_e.run_id))
+
+
+async def append_many(session, batches: dict[uuid.UUID, list[RunEvent]]) -> dict[uuid.UUID, int]:
+    """Store each run's `batches[run]` as its next rows, every run in one statement: the seq of
+    each run's last event. Runs that no longer exist (a thread erased meanwhile) are left out of
+    the result and their events dropped. Their row locks are taken in id order (PostgreSQL; so
+    two writers never wait on each other), then one read of every run's last seq and one insert."""
+    ids = list(batches)
+    query = dialect.for_update(session, _RUNS_LOCKED)
+    alive = set(await session.scalars(query, {"ids": ids}))
+    if not alive:
+        return {}
+    live = [run_id for run_id in ids if run_id in alive]
+    last = dict((await session.execute(_LAST_SEQS, {"ids": live})).all())
+    now = utcnow()
+    rows, lasts = [], {}
+    for run_id in live:
+        first = last.get(run_id, 0) + 1
+        rows += [{"run_id": run_id, "seq": seq, "event": name, "data": data, "created_at": now}
+                 for seq, name, data in _rows(batches[run_id], first)]
+        lasts[run_id] = first + len(batches[run_id]) - 1
+    await session.execute(_INSERT, rows)
+    return lasts
+
+
 async def read_after(session, run_id: uuid.UUID, after: int, limit: int = 500) -> list[RunEvent]:
     """The run's events after `after`, packed deltas unpacked: up to `limit` stored rows (a
     packed row that straddles `after` gives only its later pieces)."""

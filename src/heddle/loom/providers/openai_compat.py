@@ -37,7 +37,7 @@ from heddle.loom.providers.base import (
 )
 from heddle.loom.providers.sdk_errors import SdkErrorTypes
 from heddle.loom.providers.sdk_provider import SdkProvider
-from heddle.loom.providers.streaming import stream_openai
+from heddle.loom.providers.streaming import as_sent, stream_openai
 from heddle.loom.providers.tokens import input_tokens, output_tokens
 from heddle.observability.metrics import Metrics
 
@@ -66,6 +66,7 @@ class OpenAICompatProvider(SdkProvider):
             api_key=model_class.api_key or KEYLESS_API_KEY,
             timeout=model_class.timeout,
             max_retries=0,
+            http_client=openai.DefaultAioHttpClient(),
         )
         super().__init__(model_class, client, metrics)
 
@@ -79,7 +80,7 @@ class OpenAICompatProvider(SdkProvider):
         return await stream_openai(self._client, payload, sink)
 
     def _send(self, payload: dict[str, Any]):
-        return self._client.chat.completions.create(**payload)
+        return self._client.chat.completions.create(**as_sent(payload))
 
 
 def build_request(

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from aiohttp import ClientConnectionError
+
 from heddle.loom.providers.base import ModelProviderError
 from heddle.loom.providers.retry import AttemptFailure, parse_retry_after
 
@@ -87,10 +89,11 @@ def make_classifier(
             retry_after = parse_retry_after(headers) if retryable else None
             return AttemptFailure(message, retryable, status=status, retry_after=retry_after,
                                   code=status_code(status))
-        if isinstance(exc, types.timeout):
+        refused = _refused(exc)
+        if isinstance(exc, types.timeout) and refused is None:
             return AttemptFailure(f"request timed out after {timeout:g}s", retryable=True, code="timeout")
         if isinstance(exc, types.connection):
-            cause = exc.__cause__ or exc
+            cause = refused or exc.__cause__ or exc
             reason = _shorten(redact(str(cause) or type(cause).__name__, hidden))
             return AttemptFailure(f"connection failed: {reason}", retryable=True, code="connection")
         if isinstance(exc, types.base):
@@ -99,6 +102,19 @@ def make_classifier(
         raise exc
 
     return classify
+
+
+def _refused(exc: BaseException) -> BaseException | None:
+    """The aiohttp connection error behind `exc` that was not a timeout (refused, reset, the
+    server gone), else None. The OpenAI SDK's aiohttp transport (loom/providers/openai_compat.py)
+    maps every aiohttp connection error to a connect *timeout*, so a refused connection would
+    read "request timed out after 60s" in the trace."""
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, ClientConnectionError):
+            return None if isinstance(cause, TimeoutError) else cause
+        cause = cause.__cause__
+    return None
 
 
 def response_body(parsed: object, label: str) -> dict[str, Any]:

@@ -62,7 +62,7 @@ async def stream_openai(client: Any, payload: dict[str, Any], sink: StreamSink) 
     """
     reply = ChunkAccumulator()
     async with client.chat.completions.with_streaming_response.create(
-            **payload, stream=True, stream_options={"include_usage": True}) as response:
+            **as_sent(payload), stream=True, stream_options={"include_usage": True}) as response:
         if response.headers.get("content-type", "").startswith("application/json"):
             # A compatible server that ignores `stream` and answers the whole reply at once.
             body = json.loads(await response.read())
@@ -70,9 +70,13 @@ async def stream_openai(client: Any, payload: dict[str, Any], sink: StreamSink) 
                 raise ValueError("the response was not a JSON object")
             await _whole_text(body, sink)
             return body
+        done = False
         async for data in _sse_data(response.iter_lines()):
-            if data.startswith("[DONE]"):
-                break
+            if done or data.startswith("[DONE]"):
+                # Read on to the end of the body (a server sends nothing after it): a response
+                # left unread closes its connection, and the next turn would open a new one.
+                done = True
+                continue
             chunk = json.loads(data)
             if isinstance(chunk, dict) and chunk.get("error"):  # as the SDK's stream raises it
                 error = chunk["error"]
@@ -85,6 +89,17 @@ async def stream_openai(client: Any, payload: dict[str, Any], sink: StreamSink) 
     if not reply.finished:
         raise StreamIncomplete("the stream ended without a finish_reason")
     return reply.body()
+
+
+def as_sent(payload: dict[str, Any]) -> dict[str, Any]:
+    """`chat.completions.create()` arguments that send `payload` (a wire body built by
+    `openai_compat.build_request`) as it is: the model by name, the rest as `extra_body`, which
+    the SDK merges into the JSON unchanged. Given as keyword arguments, the messages and tools
+    would first go through the SDK's TypedDict transform, which walks every message and tool
+    against its types to produce the same JSON: about 0.9 ms for six messages and two tools on
+    this machine, growing with the conversation, on every model turn (issue 48)."""
+    return {"model": payload["model"], "messages": [],
+            "extra_body": {key: value for key, value in payload.items() if key != "model"}}
 
 
 async def _sse_data(lines) -> AsyncIterator[str]:
