@@ -36,8 +36,10 @@ from common import Server, cli, create_agent, free_port  # noqa: E402
 PIECES = 150
 REPLY = " ".join(f"w{i}" for i in range(PIECES))
 RUN_SLOTS = "400"  # runs executing at once, for every server (the fairness note)
-# The bench's conversations share one key: its cap on open SSE streams (100 per process) is off.
-STREAM_CAPS = {"HEDDLE_SSE_MAX_STREAMS_PER_KEY": "0", "HEDDLE_SSE_MAX_STREAMS_PER_SUBJECT": "0"}
+# The bench's conversations share one key and one client address: the caps on open SSE streams
+# (100 per key and per address) and on connections per address (256) are off.
+STREAM_CAPS = {"HEDDLE_SSE_MAX_STREAMS_PER_KEY": "0", "HEDDLE_SSE_MAX_STREAMS_PER_SUBJECT": "0",
+               "HEDDLE_SSE_MAX_STREAMS_PER_ADDRESS": "0", "HEDDLE_MAX_CONNECTIONS_PER_ADDRESS": "0"}
 
 
 class Gate:

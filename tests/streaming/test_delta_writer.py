@@ -148,3 +148,46 @@ def test_a_failed_write_loses_nothing_its_pieces_go_in_the_next_write(server, te
 
     failed, dropped, writes, stored = server.call(scenario(), timeout=60)
     assert (failed, dropped, writes) == (1, 0, 1) and stored == [0, 1]
+
+
+def a_thread_and_run(server, tenant, subject: str) -> tuple[str, uuid.UUID]:
+    agent = tenant.add_agent(SCRIPTED_AGENT)
+    h = tenant.headers(subject)
+    with server.client() as http:
+        thread = open_thread(http, h, agent)
+        run_id = post(http, h, thread, "hello")["run_id"]
+        assert wait_run(http, h, run_id)["state"] == "closed"
+    return thread, uuid.UUID(run_id)
+
+
+def test_one_write_carries_every_run_and_a_run_erased_meanwhile_loses_only_its_own(server, tenant):
+    """Every run's pending pieces go in one write transaction; a run whose thread was erased
+    before the write has its pieces dropped, and the other runs' are stored all the same."""
+    kept = a_run(server, tenant)
+    thread, erased = a_thread_and_run(server, tenant, "web:erased")
+    db = server.services.database()
+
+    async def scenario():
+        start = await last_seq(db, kept)
+        writer = DeltaWriter(db, RunEventSignals(), window_seconds=5.0)
+        writer.append(piece(kept, 0))
+        writer.append(piece(erased, 0))
+        await writer.drain(kept)  # the first pieces of both: one write
+        first_writes = writer.writes
+        for n in (1, 2):
+            writer.append(piece(kept, n))
+            writer.append(piece(erased, n))
+        return start, first_writes, writer
+
+    start, first_writes, writer = server.call(scenario(), timeout=60)
+    with server.client() as http:  # the erased run's thread goes while its pieces wait
+        assert http.delete(f"/v1/loom/threads/{thread}", headers=tenant.headers("web:erased")).status_code == 200
+
+    async def finish():
+        await writer.drain(kept)
+        await writer.drain(erased)
+        return writer.writes, writer.dropped, writer.failed, await stored_pieces(db, kept, start)
+
+    writes, dropped, failed, stored = server.call(finish(), timeout=60)
+    assert first_writes == 1 and writes == 2 and failed == 0
+    assert dropped == 2 and stored == [0, 1, 2]
