@@ -16,11 +16,12 @@ own `message.delta` event with its own `seq` and stored id.
 - Realtime (`deltas.py`): every piece is still published at once, one Pusher event each (the
   protocol has no batch of events); it is encoded once, whatever the number of subscribers
   (heddle/realtime/hub.py).
-- Stored log (`delta_writer.py`): the first piece of a reply is written at once, then one
-  write per `WRITE_WINDOW_SECONDS` carries what arrived meanwhile (one row); the reply's end
-  goes in the turn's own transaction. On PostgreSQL each stored row reaches the other
-  processes' SSE streams with its `seq` on the bus (migration 0019), so they send it without
-  reading the log back.
+- Stored log (`delta_writer.py`): the first piece of a reply is written at once, then a run's
+  pieces wait up to `WRITE_WINDOW_SECONDS` (one row each time); one write transaction carries
+  every run's pieces of the moment, so the process stores all its streaming replies in a few
+  transactions a second; the reply's end goes in the turn's own transaction. On PostgreSQL
+  each stored row reaches the other processes' SSE streams with its `seq` on the bus
+  (migration 0019), so they send it without reading the log back.
 """
 
 from __future__ import annotations

@@ -154,7 +154,6 @@ class DeltaWriter:
             if last is None:  # the run is gone (its thread erased): nothing to store or send
                 self.dropped += len(batch)
                 continue
-            
             first = last - len(batch) + 1  # live streams send these without reading them back
             self.signals.notify(run_id, [event.at(first + i) for i, event in enumerate(batch)])
         return list(lasts)
