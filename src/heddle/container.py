@@ -188,6 +188,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
     # What happens after a run's change commits, in this order: this process's SSE streams and
     # webhook dispatcher wake up, the events go to realtime, the runs made runnable are submitted.
     uow = RunUnitOfWork(db)
+    uow.number_for(signals.watched)  # events a stream of this process follows come back numbered
     uow.on_commit(signals.committed, deferrable=False)
     if events is not None:
         uow.on_commit(publish_to(uow, events))

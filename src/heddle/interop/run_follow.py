@@ -37,11 +37,17 @@ class FollowedRun(RunEventStream):
         super().__init__(*args, **kwargs)
         self.after = self.cursor
         self._inbox: list[RunEvent] = []
-        self.reads = 0  # reads of the log so far (the first is the stream's own start)
+        # Wake-ups with news so far: a read of the log (the first is the stream's own start),
+        # or events handed over without one (a commit of this process numbers them for its
+        # streams, loom/event_signals.py `watched`). Either way something of the run was committed.
+        self.reads = 0
 
     async def _read(self):
-        self.reads += 1  # a wake-up that asked for a read: something of the run was committed
+        self.reads += 1
         return await super()._read()
+
+    def _handed(self) -> None:
+        self.reads += 1
 
     def _frames(self, rows: list[RunEvent], out: list[str]) -> bool:
         ends = False

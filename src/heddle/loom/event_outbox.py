@@ -9,7 +9,7 @@ a waiting state: heddle/webhooks/run_rule.py) are enqueued in the same transacti
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from sqlalchemy import bindparam, select
 
@@ -35,13 +35,18 @@ def by_run(events: Iterable[RunEvent]) -> dict[uuid.UUID, list[RunEvent]]:
 
 
 async def stage(session, events: Iterable[RunEvent], *, held: Mapping[uuid.UUID, str],
-                created: Mapping[uuid.UUID, str], endpoints: Mapping[str, bool]) -> bool:
+                created: Mapping[uuid.UUID, str], endpoints: Mapping[str, bool],
+                numbered: Callable[[uuid.UUID], bool] | None = None,
+                stored: dict[uuid.UUID, list[RunEvent]] | None = None) -> bool:
     """Store the run events recorded in a transaction, and the webhook deliveries they cause;
     True if it owes any (the dispatcher is then woken after the commit).
 
     `held`: runs whose row the transaction locked already (a fenced UPDATE or a move), by
     workspace: their lock is not taken again. `created`: runs it inserted (their log is empty).
-    `endpoints`: workspaces whose webhook endpoint it already asked about (a closing hold)."""
+    `endpoints`: workspaces whose webhook endpoint it already asked about (a closing hold).
+    `stored` gets the events of the runs `numbered` picks (and of the runs created), each with
+    its seq, for this process's streams to send without reading them back: one read of the
+    run's last seq in this transaction, only for a run some stream follows."""
     owed = False
     known = {**held, **created}
     for run_id, run_events in by_run(events).items():
@@ -50,7 +55,12 @@ async def stage(session, events: Iterable[RunEvent], *, held: Mapping[uuid.UUID,
             continue
         if await _enqueue_webhooks(session, workspace_id, run_id, run_events, endpoints.get(workspace_id)):
             owed = True
-        await event_log.insert(session, run_id, run_events, new=run_id in created, need_last=False)
+        new = run_id in created
+        want = stored is not None and (new or (numbered is not None and numbered(run_id)))
+        last = await event_log.insert(session, run_id, run_events, new=new, need_last=want)
+        if want:
+            first = last - len(run_events) + 1
+            stored[run_id] = [event.at(first + i) for i, event in enumerate(run_events)]
     return owed
 
 

@@ -55,11 +55,17 @@ class RunEventSignals:
         if run_id is not None:
             self.notify(run_id, None if seq is None else [RunEvent(name, data, None, run_id, seq)])
 
+    def watched(self, run_id: uuid.UUID) -> bool:
+        """Whether a stream of this process follows the run (a unit of work then numbers the
+        run's events as it stores them, so the stream is handed them instead of reading)."""
+        return run_id in self._waiters
+
     async def committed(self, work) -> None:
         """The after-commit hook of every run unit of work (heddle/loom/unit_of_work.py): wake
-        this process's SSE streams of the changed runs, and the webhook dispatcher if owed."""
+        this process's SSE streams of the changed runs (with the events themselves when the unit
+        numbered them, see `watched`), and the webhook dispatcher if owed."""
         for run_id in work.changed_runs():
-            self.notify(run_id)
+            self.notify(run_id, work.stored.get(run_id))
         if work.webhooks_owed:  # the dispatcher polls too; a wake-up is only for speed
             for listener in self.listeners:
                 listener()

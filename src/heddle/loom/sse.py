@@ -96,6 +96,9 @@ class RunEventStream:
             rows = await read_after(session, self.run_id, self.cursor, BATCH)
         return state, rows
 
+    def _handed(self) -> None:
+        """Events were handed over by this process's writer or a commit, sent without a read."""
+
     def _frames(self, rows: list[RunEvent], out: list[str]) -> bool:
         """Append the frames of `rows` to `out`, moving the cursor; True after the run's terminal
         `run.updated` (the stream ends there)."""
@@ -122,14 +125,17 @@ class RunEventStream:
                 ended = more = False
                 fresh = [event for event in inbox if event.seq > self.cursor]
                 if fresh and all(event.seq == self.cursor + n for n, event in enumerate(fresh, start=1)):
-                    ended = self._frames(fresh, out)  # this process's deltas, just stored: no read back
+                    self._handed()
+                    ended = self._frames(fresh, out)  # stored by this process just now: no read back
                 elif fresh:
                     need_read = True  # a gap: something was stored in between
                 if need_read and not ended:
                     need_read = False
                     state, rows = await self._read()
                     ended = self._frames(rows, out)
-                    more = bool(rows)  # there may be more
+                    # A full batch may have more behind it (a packed row holds several
+                    # events, so fewer events than BATCH means fewer rows than BATCH).
+                    more = len(rows) >= BATCH
                     if not rows and (state is None or state in TERMINAL):
                         ended = True  # erased, or ended before events were stored
                 if out:

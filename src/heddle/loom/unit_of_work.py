@@ -104,6 +104,10 @@ class RunWork:
     held: dict[uuid.UUID, str] = field(default_factory=dict)
     # Events stored ahead of the staged ones (a reply's deltas, published already).
     first: dict[uuid.UUID, list[RunEvent]] = field(default_factory=dict)
+    # Runs whose stored events are wanted back with their seq (a stream of this process follows
+    # them: RunEventSignals.watched), and those events once staged, by run.
+    numbered: Callable[[uuid.UUID], bool] | None = None
+    stored: dict[uuid.UUID, list[RunEvent]] = field(default_factory=dict)
     # Set by `stage()` when the transaction owes a webhook delivery: only then is the
     # dispatcher woken after the commit.
     webhooks_owed: bool = False
@@ -280,7 +284,7 @@ class RunWork:
             # A delivery enqueued directly (a memory change, loom/memory.py) already set it.
             self.webhooks_owed = await event_outbox.stage(
                 self.session, [*stored_first, *self.events], held=self.held, created=self.created,
-                endpoints=self.endpoints) or self.webhooks_owed
+                endpoints=self.endpoints, numbered=self.numbered, stored=self.stored) or self.webhooks_owed
         for run, amount_micro, reason, ref in self.last_charges:
             await self.charge(run, amount_micro, reason=reason, ref=ref)
         self.last_charges.clear()
@@ -299,6 +303,11 @@ class RunUnitOfWork:
         self._now: list[AfterCommit] = []  # cheap, in-process wake-ups: right after the commit
         self._deferrable: list[AfterCommit] = []  # may wait until the response is sent
         self._preclaim: Callable[[], dict | None] | None = None
+        self._numbered: Callable[[uuid.UUID], bool] | None = None
+
+    def number_for(self, watched: Callable[[uuid.UUID], bool]) -> None:
+        """Runs for which `watched` is true get their staged events numbered (see RunWork.stored)."""
+        self._numbered = watched
 
     def on_commit(self, hook: AfterCommit, *, deferrable: bool = True) -> None:
         (self._deferrable if deferrable else self._now).append(hook)
@@ -323,7 +332,7 @@ class RunUnitOfWork:
         """A unit of work in the caller's open transaction (a request's write session): on
         leaving, staged, then `finish(session)` (which commits it, with whatever else the
         transaction owes), then the hooks; `defer` takes the deferrable ones for later."""
-        work = RunWork(session, realtime=realtime, preclaim=self._preclaim)
+        work = RunWork(session, realtime=realtime, preclaim=self._preclaim, numbered=self._numbered)
         yield work
         await work._end()
         await finish(session)
@@ -335,7 +344,7 @@ class RunUnitOfWork:
         """Open a transaction, yield its unit of work, stage its events, commit, run the hooks."""
         async with self.db.transaction() as session:
             work = RunWork(session, fence=fence, realtime=realtime, workspace_id=workspace_id,
-                           preclaim=self._preclaim)
+                           preclaim=self._preclaim, numbered=self._numbered)
             yield work
             await work._end()
         await self._after_commit(work)
