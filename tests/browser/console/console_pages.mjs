@@ -211,9 +211,10 @@ await main(async (browser, report) => {
   await page.getByLabel("Status code").press("Enter");
   await page.waitForURL(/status=400/);
   // The request log is written in batches (HEDDLE_REQUEST_LOG_FLUSH_SECONDS, 0.5 s): the 400 sent
-  // just before may land a moment after the page asked, so Refresh as a person would.
-  for (let i = 0; i < 20 && !(await page.locator("table[aria-label='Requests'] tbody tr").count()); i++) {
-    await page.waitForTimeout(300);
+  // just before may land a moment after the page asked, so Refresh as a person would (for up to
+  // about 30 s: on a busy CI machine the batch has come after the 6 s this waited before).
+  for (let i = 0; i < 60 && !(await page.locator("table[aria-label='Requests'] tbody tr").count()); i++) {
+    await page.waitForTimeout(500);
     await page.getByRole("button", { name: "Refresh" }).click();
   }
   await page.locator("table[aria-label='Requests'] tbody tr").first().waitFor();
