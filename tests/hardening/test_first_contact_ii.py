@@ -185,7 +185,7 @@ def test_the_sqlite_lock_file_is_ignored_by_git():
     assert done.returncode == 0
 
 
-def test_a_self_hosted_pusher_server_is_published_to_browsers_under_its_public_name():
+def test_a_self_hosted_pusher_server_is_published_to_browsers_under_its_public_name(tmp_path):
     """Heddle publishes to a Pusher-protocol server (soketi) on an internal address; browsers are
     told the public one (HEDDLE_REALTIME_PUBLIC_*), never the internal host."""
     from support.server import LiveServer
@@ -197,7 +197,10 @@ def test_a_self_hosted_pusher_server_is_published_to_browsers_under_its_public_n
     expected = {(): ("127.0.0.1", 6001, False), (("public", True),): ("rt.example.com", 443, True)}
     for with_public, (host, port, tls) in expected.items():
         settings = {**internal, **(public if with_public else {})}
-        live = LiveServer(database_url="sqlite+aiosqlite://", **settings).start()
+        # A file of its own, as every other live server has (an in-memory database is one shared
+        # connection, which the server's start-up tasks and the tenant's creation once raced on).
+        db_file = tmp_path / f"rt{len(with_public)}.db"
+        live = LiveServer(database_url=f"sqlite+aiosqlite:///{db_file}", **settings).start()
         try:
             tenant = make_tenant(live)
             with live.client() as http:
