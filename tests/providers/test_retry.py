@@ -47,6 +47,16 @@ def classify(exc: Exception) -> AttemptFailure:
     raise exc
 
 
+class Unsent(Exception):
+    pass
+
+
+def classify_unsent(exc: Exception) -> AttemptFailure:
+    if isinstance(exc, Unsent):
+        return AttemptFailure("connection failed: body", retryable=True, code="connection", unsent=True)
+    return classify(exc)
+
+
 class Sleeps:
     def __init__(self) -> None:
         self.waits: list[float] = []
@@ -168,3 +178,48 @@ async def test_cancellation_is_not_swallowed():
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_a_request_never_sent_is_resent_at_once_on_top_of_the_policy():
+    """A pooled connection the server closed as it was taken: one retry without waiting, even
+    with retries off, recorded in the trace; a second such failure counts as any other."""
+    sleeps = Sleeps()
+    result, attempts = await call_with_retries(Flaky(Unsent()), policy=RetryPolicy(max_retries=0),
+                                               classify=classify_unsent, label="x", sleep=sleeps)
+    assert result == "done" and sleeps.waits == []
+    assert [(a.number, a.outcome, a.error_code, a.waited_seconds) for a in attempts] == [
+        (1, "error", "connection", None), (2, "ok", None, None)]
+
+    with pytest.raises(ModelProviderError, match="gave up after 2 attempts"):
+        await call_with_retries(Flaky(Unsent(), Unsent()), policy=RetryPolicy(max_retries=0),
+                                classify=classify_unsent, label="x", sleep=sleeps)
+    operation = Flaky(Unsent(), Transient("busy"), Unsent())
+    result, attempts = await call_with_retries(operation, policy=RetryPolicy(max_retries=2, base_delay=0.5, jitter=0),
+                                               classify=classify_unsent, label="x", sleep=sleeps)
+    assert operation.calls == 4 and sleeps.waits == [0.5, 1.0]  # the backoff starts at the first counted retry
+
+
+def test_the_sdk_error_for_an_unwritten_body_is_unsent():
+    """The OpenAI SDK's aiohttp transport raises a connect timeout from aiohttp's ClientOSError;
+    only the body-write failure means the server never had the request."""
+    import openai
+    from aiohttp import ClientOSError, ServerDisconnectedError
+
+    from heddle.loom.providers.openai_compat import OPENAI_ERRORS
+    from heddle.loom.providers.sdk_errors import make_classifier
+
+    def sdk_error(cause: BaseException) -> Exception:
+        try:
+            try:
+                raise cause
+            except Exception as exc:
+                raise openai.APITimeoutError(request=None) from exc
+        except openai.APITimeoutError as exc:
+            return exc
+
+    classify_sdk = make_classifier(OPENAI_ERRORS, secrets=[], timeout=60)
+    unwritten = classify_sdk(sdk_error(ClientOSError(None, "Can not write request body for http://m/v1")))
+    assert unwritten.unsent and unwritten.retryable and unwritten.message.startswith("connection failed")
+    reset = classify_sdk(sdk_error(ClientOSError(104, "Connection reset by peer")))
+    assert reset.retryable and not reset.unsent
+    assert not classify_sdk(sdk_error(ServerDisconnectedError())).unsent  # it may have had the request

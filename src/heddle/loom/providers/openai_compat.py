@@ -45,6 +45,21 @@ from heddle.observability.metrics import Metrics
 # refuses to start without one; this harmless value is what those servers document.
 KEYLESS_API_KEY = "no-key-required"
 
+# A pooled connection idle this long is closed by us rather than reused. The SDK's default (5 s)
+# is also uvicorn's keep-alive (vLLM, llmock and most Python model servers): the server starts its
+# timer when it has sent the reply, we start ours when we have read it, so a connection taken at
+# 4.99 s is one the server is closing, and the request fails writing its body. One second under
+# it leaves that race to a stalled event loop; `sdk_errors` retries what still hits it.
+KEEPALIVE_SECONDS = 4.0
+
+
+def _http_client() -> Any:
+    """The SDK's aiohttp client with its connection limits, idle connections kept 4 s."""
+    limits = openai.DEFAULT_CONNECTION_LIMITS
+    return openai.DefaultAioHttpClient(limits=type(limits)(
+        max_connections=limits.max_connections, max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=KEEPALIVE_SECONDS))
+
 OPENAI_ERRORS = SdkErrorTypes(
     status=openai.APIStatusError,
     timeout=openai.APITimeoutError,
@@ -66,7 +81,7 @@ class OpenAICompatProvider(SdkProvider):
             api_key=model_class.api_key or KEYLESS_API_KEY,
             timeout=model_class.timeout,
             max_retries=0,
-            http_client=openai.DefaultAioHttpClient(),
+            http_client=_http_client(),
         )
         super().__init__(model_class, client, metrics)
 

@@ -119,6 +119,9 @@ class AttemptFailure:
     status: int | None = None
     retry_after: float | None = None
     code: str = "unusable"
+    # The request never reached the server whole (its body could not be written): retried once
+    # at once, on top of the policy's retries, as a browser retries a stale keep-alive connection.
+    unsent: bool = False
 
 
 async def call_with_retries(
@@ -137,6 +140,7 @@ async def call_with_retries(
     classified.
     """
     attempts: list[ModelAttempt] = []
+    resent = 0  # unsent attempts retried at once (at most one)
     while True:
         number = len(attempts) + 1
         started = time.perf_counter()
@@ -146,7 +150,11 @@ async def call_with_retries(
             failure = classify(exc)
             attempt = ModelAttempt(number, "error", time.perf_counter() - started, error_code=failure.code,
                                    error=failure.message, status=failure.status, retry_after=failure.retry_after)
-            give_up = not failure.retryable or number > policy.max_retries
+            if failure.unsent and not resent:
+                resent = 1
+                attempts.append(attempt)
+                continue
+            give_up = not failure.retryable or number - resent > policy.max_retries
             if give_up:
                 attempts.append(attempt)
                 suffix = f" (gave up after {number} attempts)" if failure.retryable else ""
@@ -154,7 +162,7 @@ async def call_with_retries(
                     f"{label}: {failure.message}{suffix}", retryable=failure.retryable, status=failure.status,
                     code=failure.code, attempts=tuple(attempts),
                 ) from exc
-            wait = policy.delay(number, failure.retry_after)
+            wait = policy.delay(number - resent, failure.retry_after)
             attempts.append(replace(attempt, waited_seconds=round(wait, 3)))
         else:
             attempts.append(ModelAttempt(number, "ok", time.perf_counter() - started))

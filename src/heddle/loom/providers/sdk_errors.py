@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import ClientConnectionError
+from aiohttp import ClientConnectionError, ClientOSError
 
 from heddle.loom.providers.base import ModelProviderError
 from heddle.loom.providers.retry import AttemptFailure, parse_retry_after
@@ -95,7 +95,8 @@ def make_classifier(
         if isinstance(exc, types.connection):
             cause = refused or exc.__cause__ or exc
             reason = _shorten(redact(str(cause) or type(cause).__name__, hidden))
-            return AttemptFailure(f"connection failed: {reason}", retryable=True, code="connection")
+            return AttemptFailure(f"connection failed: {reason}", retryable=True, code="connection",
+                                  unsent=_unsent(refused))
         if isinstance(exc, types.base):
             reason = _shorten(redact(str(exc) or type(exc).__name__, hidden))
             return AttemptFailure(f"unusable response: {reason}", retryable=False, code="unusable")
@@ -115,6 +116,12 @@ def _refused(exc: BaseException) -> BaseException | None:
             return None if isinstance(cause, TimeoutError) else cause
         cause = cause.__cause__
     return None
+
+
+def _unsent(cause: BaseException | None) -> bool:
+    """aiohttp could not write the request's body: the server never had the whole request (a
+    pooled connection it closed as we took it), so it cannot have acted on it."""
+    return isinstance(cause, ClientOSError) and (cause.strerror or "").startswith("Can not write request body")
 
 
 def response_body(parsed: object, label: str) -> dict[str, Any]:
