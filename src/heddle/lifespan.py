@@ -31,6 +31,7 @@ class AppServices:
                                     per_address=settings.sse_max_streams_per_address,
                                     total=settings.sse_streams_total(), metrics=self.metrics)
         self.container: Container | None = None
+        self.settle_heap = False  # `heddle serve` sets it: serving.settle_heap() after start-up
         self.sqlite_lock: str | None = None  # heddle.db.sqlite_owner
 
     def get(self) -> Container:
@@ -47,6 +48,10 @@ class AppServices:
         try:
             self.container = await build_container(self.settings, role="serve", metrics=self.metrics,
                                                    realtime=self.realtime)
+            if self.settle_heap:
+                from heddle.serving import settle_heap
+
+                settle_heap()
             try:
                 yield
             finally:

@@ -14,6 +14,7 @@ head and body leave in one write (heddle/http_protocol.py).
 
 from __future__ import annotations
 
+import gc
 import os
 import resource
 import socket
@@ -22,6 +23,7 @@ from typing import Any
 from heddle.config import Settings
 from heddle.connection_limits import ConnectionLimits
 from heddle.http_protocol import protocol_class
+from heddle.observability.logging import get_logger
 
 # The protocol-level ceiling: comfortably above the app's own limit, so that ordinary
 # oversized heads get the envelope (431) and only absurd ones are cut off by the parser.
@@ -45,6 +47,24 @@ def uvicorn_options(settings: Settings, metrics: Any = None) -> dict[str, Any]:
         "access_log": False,  # heddle's middleware writes one line per request itself
         "lifespan": "on",
     }
+
+
+def settle_heap() -> int:
+    """Once start-up is done, in a server or worker process: collect what start-up left, then
+    move every object alive now into the collector's permanent generation (`gc.freeze`).
+
+    Start-up leaves about half a million objects (modules, the SDKs' and pydantic's classes,
+    SQLAlchemy's mappers, the Identify registries) that live as long as the process. Without
+    this, every full collection walks them all: under 100 streamed conversations nine full
+    collections in 20 s held the event loop 200 ms each (330 ms at most), and every request,
+    stream and run waited for them. Frozen, they are never walked again; what the process
+    allocates afterwards is collected as before. Only for a process's entry points: a test
+    process building many apps would keep their cycles for good. Returns the objects frozen."""
+    gc.collect()
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    get_logger(__name__).info("heap_settled", frozen_objects=frozen)
+    return frozen
 
 
 class PortUnavailable(RuntimeError):

@@ -116,6 +116,7 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     from heddle.serving import uvicorn_options
 
     app = create_app(settings)
+    app.state.services.settle_heap = True  # this process's objects of start-up, frozen once built
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings, app.state.services.metrics)))
     server.run(sockets=[sock])
     if not server.started:  # as uvicorn.run: a start-up that failed is not a clean exit

@@ -11,6 +11,7 @@ import uvicorn
 from heddle.config import Settings
 from heddle.container import build_container
 from heddle.observability.logging import get_logger
+from heddle.serving import settle_heap
 from heddle.worker.health import health_app
 from heddle.worker.run_worker import RunWorker
 
@@ -28,6 +29,7 @@ class _HealthServer(uvicorn.Server):
 async def run_worker_process(settings: Settings, *, concurrency: int, health_socket: socket.socket | None,
                              shutdown_grace: float, heartbeat_seconds: float, stalled_seconds: float) -> None:
     container = await build_container(settings, role="worker")
+    settle_heap()  # start-up's objects, frozen: full collections stop walking them (heddle/serving.py)
     health: _HealthServer | None = None
     health_task: asyncio.Task | None = None
     try:
