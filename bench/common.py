@@ -91,7 +91,9 @@ class Server:
 
     def __enter__(self) -> Server:
         cli(self.db_url, "migrate")
-        self.proc = subprocess.Popen([sys.executable, "-m", "heddle", "serve", "--port", str(self.port)],
+        # BENCH_WRAP: a script to run the server under (a profiler), given `-m heddle serve ...`
+        wrap = [os.environ["BENCH_WRAP"]] if os.environ.get("BENCH_WRAP") else []
+        self.proc = subprocess.Popen([sys.executable, *wrap, "-m", "heddle", "serve", "--port", str(self.port)],
                                      env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120  # a loaded 2-core machine can take tens of seconds to import
         while time.monotonic() < deadline:

@@ -4,14 +4,16 @@ The load table (issue 48): llmock as the model (300 ms to the first chunk, then 
 reply at about 50 chunks/s); N conversations (10, 100, 300) each posting messages one after
 another for `--duration` seconds and reading every delta (Heddle over SSE); each round on fresh
 servers, systems interleaved round by round. Systems (bench/streaming_systems.py): the openai
-SDK straight to llmock (the physical limit), Heddle embedded (SQLite), Heddle PostgreSQL 1 API +
-1 worker, LangGraph's in-memory server (ChatOpenAI on the same llmock, messages-tuple). Every
+SDK straight to llmock (the physical limit; `raw`, httpx without the SDK's typed chunks, is
+the nearer one where the SDK's parsing lags the client), Heddle embedded (SQLite), Heddle
+PostgreSQL 1 API + 1 worker, LangGraph's in-memory server (ChatOpenAI on the same llmock, messages-tuple). Every
 server gets 400 run slots. Columns: time to the first delta (from sending the message) median
 and p95, its overhead over direct (median), runs/s, server CPU per run and per chunk (every
 process of the system, PostgreSQL's backends included), `/healthz` answer time during the
-round (median / p95), failed runs. The load average is printed: figures compare within a run.
+round (median / p95), this client's own loop lag (p95), failed runs (with the run's error).
+The load average is printed: figures compare within a run.
 
-    python bench/streaming.py [--systems direct,embedded,postgres,langgraph] [--levels 10,100,300]
+    python bench/streaming.py [--systems direct,raw,embedded,postgres,langgraph] [--levels 10,100,300]
                               [--rounds 3] [--duration 20] [--json]
     python bench/streaming.py --systems embedded,direct --levels 100 --rounds 1 --duration 8   # ~1 min
 

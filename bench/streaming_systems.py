@@ -164,6 +164,34 @@ async def direct_conversation(mock: Llmock, gate: Gate, out: list[Sample]) -> No
         await client.close()
 
 
+async def raw_conversation(mock: Llmock, gate: Gate, out: list[Sample]) -> None:
+    """The model straight over httpx, each `data:` line decoded with json.loads: no typed
+    chunks. The SDK's pydantic chunk per delta lags this client's own loop at 100 conversations
+    on a small machine (bench/streaming_load.py prints that lag), so the SDK's figure is partly
+    the client's; this one is the nearer limit."""
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    async with httpx.AsyncClient(base_url=mock.openai_url, timeout=120,
+                                 headers={"Authorization": "Bearer sk-llmock"}) as client:
+        deadline = await gate.wait()
+        while time.monotonic() < deadline:
+            started, first, pieces, failed = time.monotonic(), None, [], None
+            try:
+                async with client.stream("POST", "/chat/completions", json=body) as response:
+                    async for line in response.aiter_lines():
+                        if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                            continue
+                        choices = json.loads(line[5:]).get("choices") or [{}]
+                        text = (choices[0].get("delta") or {}).get("content")
+                        if text:
+                            first = first or time.monotonic()
+                            pieces.append(text)
+                if "".join(pieces) != REPLY:
+                    failed = "incomplete"
+            except Exception as exc:
+                failed = type(exc).__name__
+            out.append(Sample(_ms(started, first), None, len(pieces), failed))
+
+
 def _ms(start: float, end: float | None) -> float | None:
     return None if end is None else (end - start) * 1000
 
@@ -203,7 +231,8 @@ async def heddle_conversation(base_url: str, secret: str, agent: str, tag: str, 
                                 state = run["state"]
                                 break
                 if state != "closed":
-                    failed = f"run {state}"
+                    error = (await client.get(f"/v1/loom/runs/{run_id}")).json()["data"].get("error") or {}
+                    failed = f"run {state}: {error.get('code')} {str(error.get('message'))[:80]}"
                 elif "".join(pieces) != reply or reply != REPLY:
                     failed = "deltas do not add up to the reply"
             except Exception as exc:
@@ -392,4 +421,11 @@ class Direct:
         return direct_conversation(self.mock, gate, out)
 
 
-SYSTEMS = {"direct": Direct, "embedded": Embedded, "postgres": Postgres, "langgraph": LangGraph}
+class Raw(Direct):
+    name = "direct (httpx, no SDK)"
+
+    def conversation(self, i: int, gate: Gate, out: list[Sample]):
+        return raw_conversation(self.mock, gate, out)
+
+
+SYSTEMS = {"direct": Direct, "raw": Raw, "embedded": Embedded, "postgres": Postgres, "langgraph": LangGraph}
