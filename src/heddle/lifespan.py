@@ -13,8 +13,10 @@ from fastapi import FastAPI
 from heddle.config import Settings
 from heddle.container import Container, build_container
 from heddle.loom.stream_limits import StreamLimits
+from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.realtime.setup import Realtime
+from heddle.serving import settle_heap
 
 
 class AppServices:
@@ -49,9 +51,7 @@ class AppServices:
             self.container = await build_container(self.settings, role="serve", metrics=self.metrics,
                                                    realtime=self.realtime)
             if self.settle_heap:
-                from heddle.serving import settle_heap
-
-                settle_heap()
+                get_logger(__name__).info("heap_settled", frozen_objects=settle_heap())
             try:
                 yield
             finally:

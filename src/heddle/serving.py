@@ -23,7 +23,6 @@ from typing import Any
 from heddle.config import Settings
 from heddle.connection_limits import ConnectionLimits
 from heddle.http_protocol import protocol_class
-from heddle.observability.logging import get_logger
 
 # The protocol-level ceiling: comfortably above the app's own limit, so that ordinary
 # oversized heads get the envelope (431) and only absurd ones are cut off by the parser.
@@ -62,9 +61,7 @@ def settle_heap() -> int:
     process building many apps would keep their cycles for good. Returns the objects frozen."""
     gc.collect()
     gc.freeze()
-    frozen = gc.get_freeze_count()
-    get_logger(__name__).info("heap_settled", frozen_objects=frozen)
-    return frozen
+    return gc.get_freeze_count()
 
 
 class PortUnavailable(RuntimeError):

@@ -29,7 +29,8 @@ class _HealthServer(uvicorn.Server):
 async def run_worker_process(settings: Settings, *, concurrency: int, health_socket: socket.socket | None,
                              shutdown_grace: float, heartbeat_seconds: float, stalled_seconds: float) -> None:
     container = await build_container(settings, role="worker")
-    settle_heap()  # start-up's objects, frozen: full collections stop walking them (heddle/serving.py)
+    # start-up's objects, frozen: full collections stop walking them (heddle/serving.py)
+    log.info("heap_settled", frozen_objects=settle_heap())
     health: _HealthServer | None = None
     health_task: asyncio.Task | None = None
     try:
