@@ -6,9 +6,9 @@ another for `--duration` seconds and reading every delta (Heddle over SSE); each
 servers, systems interleaved round by round. Systems (bench/streaming_systems.py): the openai
 SDK straight to llmock (the physical limit; `raw`, httpx without the SDK's typed chunks, is
 the nearer one where the SDK's parsing lags the client), Heddle embedded (SQLite), Heddle
-PostgreSQL 1 API + 1 worker, LangGraph's in-memory server (ChatOpenAI on the same llmock, messages-tuple). Every
-server gets 400 run slots. Columns: time to the first delta (from sending the message) median
-and p95, its overhead over direct (median), runs/s, server CPU per run and per chunk (every
+PostgreSQL 1 API + 1 worker, LangGraph's in-memory server (ChatOpenAI on the same llmock,
+messages-tuple). Every server gets 400 run slots. Columns: time to the first delta (from
+sending the message) median and p95, its overhead over direct (median), runs/s, server CPU per run and per chunk (every
 process of the system, PostgreSQL's backends included), `/healthz` answer time during the
 round (median / p95), this client's own loop lag (p95), failed runs (with the run's error).
 The load average is printed: figures compare within a run.

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,26 +141,37 @@ async def sse(response: httpx.Response):
 
 # -- direct: the SDK straight to the model -----------------------------------------------------
 
+async def _replies(gate: Gate, out: list[Sample], reply: Callable[[], AsyncIterator[str]]) -> None:
+    """A conversation straight to the model: `reply()` streams one reply's text pieces; one
+    sample a reply until the round's deadline."""
+    deadline = await gate.wait()
+    while time.monotonic() < deadline:
+        started, first, pieces, failed = time.monotonic(), None, [], None
+        try:
+            async for text in reply():
+                first = first or time.monotonic()
+                pieces.append(text)
+            if "".join(pieces) != REPLY:
+                failed = "incomplete"
+        except Exception as exc:
+            failed = type(exc).__name__
+        out.append(Sample(_ms(started, first), None, len(pieces), failed))
+
+
 async def direct_conversation(mock: Llmock, gate: Gate, out: list[Sample]) -> None:
     from openai import AsyncOpenAI
 
     client = AsyncOpenAI(base_url=mock.openai_url, api_key="sk-llmock", max_retries=0, timeout=120)
+
+    async def reply():
+        stream = await client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True)
+        async for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                yield chunk.choices[0].delta.content
+
     try:
-        deadline = await gate.wait()
-        while time.monotonic() < deadline:
-            started, first, pieces, failed = time.monotonic(), None, [], None
-            try:
-                stream = await client.chat.completions.create(
-                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True)
-                async for chunk in stream:
-                    if chunk.choices and chunk.choices[0].delta.content:
-                        first = first or time.monotonic()
-                        pieces.append(chunk.choices[0].delta.content)
-                if "".join(pieces) != REPLY:
-                    failed = "incomplete"
-            except Exception as exc:
-                failed = type(exc).__name__
-            out.append(Sample(_ms(started, first), None, len(pieces), failed))
+        await _replies(gate, out, reply)
     finally:
         await client.close()
 
@@ -172,24 +184,17 @@ async def raw_conversation(mock: Llmock, gate: Gate, out: list[Sample]) -> None:
     body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True}
     async with httpx.AsyncClient(base_url=mock.openai_url, timeout=120,
                                  headers={"Authorization": "Bearer sk-llmock"}) as client:
-        deadline = await gate.wait()
-        while time.monotonic() < deadline:
-            started, first, pieces, failed = time.monotonic(), None, [], None
-            try:
-                async with client.stream("POST", "/chat/completions", json=body) as response:
-                    async for line in response.aiter_lines():
-                        if not line.startswith("data:") or line[5:].strip() == "[DONE]":
-                            continue
-                        choices = json.loads(line[5:]).get("choices") or [{}]
-                        text = (choices[0].get("delta") or {}).get("content")
-                        if text:
-                            first = first or time.monotonic()
-                            pieces.append(text)
-                if "".join(pieces) != REPLY:
-                    failed = "incomplete"
-            except Exception as exc:
-                failed = type(exc).__name__
-            out.append(Sample(_ms(started, first), None, len(pieces), failed))
+        async def reply():
+            async with client.stream("POST", "/chat/completions", json=body) as response:
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                        continue
+                    choices = json.loads(line[5:]).get("choices") or [{}]
+                    text = (choices[0].get("delta") or {}).get("content")
+                    if text:
+                        yield text
+
+        await _replies(gate, out, reply)
 
 
 def _ms(start: float, end: float | None) -> float | None:
