@@ -14,7 +14,8 @@ import pytest
 from heddle.realtime import protocol
 from heddle.realtime.hub import HubFull, RealtimeHub
 
-CHANNEL = f"private-thread-{uuid.uuid4()}"
+# Fixed, not random: test ids built from it must be the same in every pytest-xdist worker.
+CHANNEL = "private-thread-7d444840-9dc0-11d1-b245-5ffdce74fad2"
 
 
 class Peer:

@@ -16,6 +16,9 @@ from heddle.realtime.hub import RealtimeHub
 from heddle.realtime.signing import channel_auth
 from realtime.realtime_testkit import APP_KEY, APP_SECRET, LoopServer, PusherSocket, realtime_app, ws_url
 
+# Parameters are fixed, not random: every pytest-xdist worker must collect the same test ids.
+FIXED_ID = "7d444840-9dc0-11d1-b245-5ffdce74fad2"
+
 
 def thread_channel() -> str:
     return f"private-thread-{uuid.uuid4()}"
@@ -150,9 +153,9 @@ async def test_bad_signatures_are_refused_and_nothing_is_subscribed(live, make_a
     await assert_next_is_pong(sock)
 
 
-@pytest.mark.parametrize("channel", ["my-public-channel", "presence-thread-" + str(uuid.uuid4()),
-                                     "private-other", "private-encrypted-thread-" + str(uuid.uuid4()),
-                                     "private-thread-" + str(uuid.uuid4()).upper()])
+@pytest.mark.parametrize("channel", ["my-public-channel", "presence-thread-" + FIXED_ID,
+                                     "private-other", "private-encrypted-thread-" + FIXED_ID,
+                                     "private-thread-" + FIXED_ID.upper()])
 async def test_other_channels_are_refused_even_with_a_valid_signature(live, channel):
     sock = await PusherSocket.open(live.port)
     refused = await sock.subscribe(channel, channel_auth(APP_KEY, APP_SECRET, sock.socket_id, channel))
