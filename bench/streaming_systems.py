@@ -225,7 +225,10 @@ async def heddle_conversation(base_url: str, secret: str, agent: str, tag: str, 
                         if event == "message.delta":
                             first = first or time.monotonic()
                             piece = json.loads(data)
-                            pieces = [] if piece.get("reset") else [*pieces, piece["delta"]]
+                            if piece.get("reset"):
+                                pieces = []
+                            else:
+                                pieces.append(piece["delta"])
                         elif event == "message.created":
                             message = json.loads(data)
                             if message["role"] == "assistant":
@@ -233,8 +236,11 @@ async def heddle_conversation(base_url: str, secret: str, agent: str, tag: str, 
                         elif event == "run.updated":
                             run = json.loads(data)
                             if run["terminal"]:
+                                # Read on: the server ends the stream right after this event.
+                                # Leaving it unread would close the connection (httpx does), and
+                                # every message would open a new one, which LangGraph's and
+                                # the model's clients here, and Heddle's own client, never do.
                                 state = run["state"]
-                                break
                 if state != "closed":
                     error = (await client.get(f"/v1/loom/runs/{run_id}")).json()["data"].get("error") or {}
                     failed = f"run {state}: {error.get('code')} {str(error.get('message'))[:80]}"
