@@ -3,7 +3,7 @@
 // uploaded (progress, then ready), sent, shown as a thumbnail beside the scripted model's reply
 // naming it; after a reload the thumbnail (read from the content route) and the reply are back.
 import { main, shot } from "../browser.mjs";
-import { signedIn, ui, waitForReply } from "./site.mjs";
+import { signedIn, ui, waitForReply, waitForReady } from "./site.mjs";
 
 const tray = "#chat .hc-tray";
 
@@ -47,7 +47,7 @@ await main(async (browser, report) => {
   // Reload: the thumbnail comes back from GET /attachments/{id}/content, and the reply.
   await page.evaluate(() => { window.__events = []; });
   await page.reload();
-  await page.waitForFunction(() => window.__events && window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+  await waitForReady(page);
   await page.waitForFunction(() => {
     const img = document.querySelector("#chat").shadowRoot.querySelector(".hc-user .hc-files img");
     return img && img.complete && img.naturalWidth > 0;

@@ -2,7 +2,7 @@
 // the network drops while sending (the message is kept and re-sent with the same key), and a
 // run that fails.
 import { main, shot } from "../browser.mjs";
-import { SITE, typeAndSend, ui, waitForReply, signedIn } from "./site.mjs";
+import { SITE, typeAndSend, ui, waitForReply, signedIn, waitForReady } from "./site.mjs";
 
 await main(async (browser, report) => {
   const { page } = await signedIn(browser, report);
@@ -18,7 +18,7 @@ await main(async (browser, report) => {
   // It comes back; "Try again" recovers without a reload.
   await page.unroute("**/api/heddle/session-token");
   await page.click(`${ui.alert} button:text-is("Try again")`);
-  await page.waitForFunction(() => window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+  await waitForReady(page);
   report.alert_hidden_after_retry = await page.isHidden(ui.alert);
 
   // 2. The network to Heddle drops while sending: a readable error, the message stays, and

@@ -2,7 +2,7 @@
 // operator finds it, with its comment, on the console's Feedback page, linked to the run's trace.
 import { shot } from "../browser.mjs";
 import { main } from "../browser.mjs";
-import { typeAndSend, waitForReply, signedIn } from "./site.mjs";
+import { typeAndSend, waitForReply, signedIn, waitForReady } from "./site.mjs";
 
 const U = process.env.HEDDLE_URL, WS = process.env.WS;
 const COMMENT = "It did not answer my question.";
@@ -26,7 +26,7 @@ await main(async (browser, report) => {
 
   // Reload: the choice is still shown on the reply.
   await page.reload();
-  await page.waitForFunction(() => window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+  await waitForReady(page);
   await page.locator(`${bubble} .hc-feedback`).waitFor();
   report.after_reload = {
     down: await page.getAttribute(`${bubble} .hc-thumb[data-rating="down"]`, "aria-pressed"),

@@ -6,7 +6,7 @@
 // - at 390x844 the page is one screen and the message box is on it.
 // Screenshots: widget-host-1280.png, widget-host-390.png (the viewport, as a person sees it).
 import { main } from "../browser.mjs";
-import { login, recordEvents, ui, waitForReply } from "./site.mjs";
+import { login, recordEvents, ui, waitForReply, waitForReady } from "./site.mjs";
 import { watch } from "../browser.mjs";
 
 const SHOTS = process.env.HEDDLE_SCREENSHOTS || "screenshots";
@@ -90,7 +90,7 @@ await main(async (browser, report) => {
     await page.setViewportSize({ width, height });
     await page.evaluate(() => { window.__events = []; });
     await page.reload();
-    await page.waitForFunction(() => window.__events && window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+    await waitForReady(page);
     await page.waitForTimeout(300);
     report.scroll[width] = await measure(page);
     if (width === 390) {

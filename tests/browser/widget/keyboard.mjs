@@ -3,7 +3,7 @@
 // answered with the keyboard, and the focus back in the message box afterwards. Also the
 // names and live regions assistive technology reads.
 import { main, shot, watch } from "../browser.mjs";
-import { SITE, recordEvents, waitForReply } from "./site.mjs";
+import { SITE, recordEvents, waitForReply, waitForReady } from "./site.mjs";
 
 const active = (page) => page.evaluate(() => {
   let el = document.activeElement;
@@ -34,7 +34,7 @@ await main(async (browser, report) => {
   await page.keyboard.press("Tab");
   await page.keyboard.type(process.env.USER_PASSWORD);
   await Promise.all([page.waitForURL(`${SITE}/`), page.keyboard.press("Enter")]);
-  await page.waitForFunction(() => window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+  await waitForReady(page);
   report.empty_note = await page.textContent("#chat .hc-notice");
   await shot(page, "widget-keyboard-empty");
 

@@ -1,7 +1,7 @@
 // "What I remember": the person opens the panel, sees the facts kept about them (seeded by the
 // test), deletes one, and after a reload the panel still lists only the other.
 import { main, shot } from "../browser.mjs";
-import { signedIn } from "./site.mjs";
+import { signedIn, waitForReady } from "./site.mjs";
 
 const toggle = "#chat .hc-memory-toggle";
 const items = "#chat .hc-memory-item .hc-memory-text";
@@ -27,7 +27,7 @@ await main(async (browser, report) => {
   report.status = await page.textContent("#chat .hc-memory-status");
   report.memory_events = await page.evaluate(() => window.__events.filter((e) => e.name === "memory").map((e) => e.detail));
   await page.reload();
-  await page.waitForFunction(() => window.__events && window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+  await waitForReady(page);
   await page.click(toggle);
   await page.waitForFunction(() => document.querySelector("#chat").shadowRoot.querySelectorAll(".hc-memory-item").length === 1,
     null, { timeout: 30000 });

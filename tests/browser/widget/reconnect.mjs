@@ -2,7 +2,7 @@
 // the widget says so, keeps following the run without it, pusher-js reconnects, the widget
 // catches up, and nothing is lost or shown twice. Then replies stream live again.
 import { main, shot, watch } from "../browser.mjs";
-import { events, login, recordEvents, typeAndSend, ui, waitForReply } from "./site.mjs";
+import { events, login, recordEvents, typeAndSend, ui, waitForReply, waitForReady } from "./site.mjs";
 
 await main(async (browser, report) => {
   const context = await browser.newContext({ viewport: { width: 1000, height: 820 } });
@@ -43,7 +43,7 @@ await main(async (browser, report) => {
   const other = await context.newPage();
   watch(other, report);
   await other.goto(page.url());
-  await other.waitForFunction(() => window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+  await waitForReady(other);
   const otherMark = await typeAndSend(other, "Yes, from the other tab");
   await waitForReply(other, "You said: Yes, from the other tab", otherMark);
   await other.close();

@@ -2,7 +2,7 @@
 // read as fields (not JSON); after a reload the answered cards (approved, denied) are rebuilt
 // from the thread's runs, each after the message that asked for it.
 import { main, shot } from "../browser.mjs";
-import { login, recordEvents, typeAndSend, ui, waitForReply } from "./site.mjs";
+import { login, recordEvents, typeAndSend, ui, waitForReply, waitForReady } from "./site.mjs";
 import { watch } from "../browser.mjs";
 
 // Where a part of the widget is, in the page's viewport.
@@ -60,7 +60,7 @@ await main(async (browser, report) => {
   // Reload: the same conversation, and its answered cards, in place.
   await page.evaluate(() => { window.__events = []; });
   await page.reload();
-  await page.waitForFunction(() => window.__events && window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+  await waitForReady(page);
   report.cards_after = await cards(page);
   report.replies_after = await page.$$eval("#chat .hc-assistant .hc-result", (els) => els.length);
   await shot(page, "widget-390-after-reload");
@@ -77,7 +77,7 @@ await main(async (browser, report) => {
   });
   await page.evaluate(() => { window.__events = []; });
   await page.reload();
-  await page.waitForFunction(() => window.__events && window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+  await waitForReady(page);
   report.cards_while_refused = (await cards(page)).length;
   await page.waitForFunction(() => document.querySelector("#chat").shadowRoot.querySelectorAll(".hc-card").length >= 2,
     null, { timeout: 20000 });

@@ -20,7 +20,22 @@ export async function login(page, user = "alice", password = "wonderland") {
   await page.fill("#username", user);
   await page.fill("#password", password);
   await Promise.all([page.waitForURL(`${SITE}/`), page.click("button[type=submit]")]);
-  await page.waitForFunction(() => window.__events && window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+  await waitForReady(page);
+}
+
+// Waits for the widget's `ready` event. On a timeout the error says what the widget did instead
+// (the events it sent, an `error` event's code and status, its connection line), not just
+// "Timeout": a reload that is not ready in 30 s has flaked once under a loaded suite.
+export async function waitForReady(page, timeout = 30000) {
+  try {
+    await page.waitForFunction(() => window.__events && window.__events.some((e) => e.name === "ready"), null, { timeout });
+  } catch (err) {
+    const seen = await page.evaluate(() => ({
+      events: (window.__events || []).map((e) => (e.name === "error" ? { error: e.detail } : e.name)),
+      connection: document.querySelector("#chat")?.shadowRoot?.querySelector(".hc-conn")?.textContent ?? null,
+    })).catch((e) => ({ unreadable: String(e) }));
+    throw new Error(`the widget was not ready within ${timeout} ms: ${JSON.stringify(seen)} (${err.message.split("\n")[0]})`);
+  }
 }
 
 export const ui = {

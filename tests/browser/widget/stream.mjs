@@ -1,7 +1,7 @@
 // A streamed reply: deltas are shown before the final message, they add up to it, and a reload
 // continues the same conversation with its history.
 import { main, shot } from "../browser.mjs";
-import { SITE, events, typeAndSend, ui, waitForReply, signedIn } from "./site.mjs";
+import { SITE, events, typeAndSend, ui, waitForReply, signedIn, waitForReady } from "./site.mjs";
 
 await main(async (browser, report) => {
   const { page } = await signedIn(browser, report);
@@ -31,7 +31,7 @@ await main(async (browser, report) => {
 
   // Reload: the same thread (remembered per agent), its history shown, nothing twice.
   await page.reload();
-  await page.waitForFunction(() => window.__events.some((e) => e.name === "ready"), null, { timeout: 30000 });
+  await waitForReady(page);
   report.thread_after_reload = await page.evaluate(() => window.chat.threadId);
   report.history = await page.$$eval("#chat .hc-msg .hc-text", (els) => els.map((e) => e.textContent));
   await shot(page, "widget-stream-reloaded");
