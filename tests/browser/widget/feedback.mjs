@@ -13,7 +13,14 @@ await main(async (browser, report) => {
   const reply = await waitForReply(page, "scripted model", mark);
   report.message_id = reply.id;
   const bubble = `#chat .hc-msg[data-id="${reply.id}"]`;
-  await page.click(`${bubble} .hc-thumb[data-rating="down"]`);
+  // The thumbs are drawn (SVG strokes, no emoji font needed): each button's name, text and the
+  // size its icon takes on the page.
+  report.thumbs = await page.$$eval(`${bubble} .hc-rate`, (buttons) => buttons.map((b) => {
+    const box = b.querySelector("svg")?.getBoundingClientRect();
+    return { label: b.getAttribute("aria-label"), text: b.textContent, icon: box ? [Math.round(box.width), Math.round(box.height)] : null,
+             paths: b.querySelectorAll("svg path").length };
+  }));
+  await page.click(`${bubble} .hc-rate[data-rating="down"]`);
   await page.locator(`${bubble} .hc-feedback-comment`).waitFor({ state: "visible" });
   await page.fill(`${bubble} .hc-feedback-comment`, COMMENT);
   await page.click(`${bubble} .hc-feedback-send`);
@@ -29,8 +36,8 @@ await main(async (browser, report) => {
   await waitForReady(page);
   await page.locator(`${bubble} .hc-feedback`).waitFor();
   report.after_reload = {
-    down: await page.getAttribute(`${bubble} .hc-thumb[data-rating="down"]`, "aria-pressed"),
-    up: await page.getAttribute(`${bubble} .hc-thumb[data-rating="up"]`, "aria-pressed"),
+    down: await page.getAttribute(`${bubble} .hc-rate[data-rating="down"]`, "aria-pressed"),
+    up: await page.getAttribute(`${bubble} .hc-rate[data-rating="up"]`, "aria-pressed"),
   };
 
   // The operator's console: the Feedback page lists it, down-rated, with the comment.

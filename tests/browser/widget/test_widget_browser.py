@@ -337,6 +337,9 @@ def test_thumbs_down_with_a_comment_is_kept_and_found_in_the_console(run_browser
 
     r = run(run_browser, site, "feedback.mjs", "feedback", WS=site["setup"]["workspace_id"],
             LOGIN_PATH=urlparse(login).path)
+    # Drawn, not emoji (which a device without an emoji font shows as empty boxes), and named
+    assert r["thumbs"] == [{"label": "Good answer", "text": "", "icon": [16, 16], "paths": 2},
+                           {"label": "Bad answer", "text": "", "icon": [16, 16], "paths": 2}]
     assert r["after_reload"] == {"down": "true", "up": "false"}
     assert "thumbs down" in r["console_row"] and "It did not answer my question." in r["console_row"]
     assert r["trace_href"].endswith(f"/runs/{r['trace_href'].rsplit('/', 1)[1]}")

@@ -5,22 +5,13 @@
 // with the widget's token and shown as data: URLs, which a strict page CSP's `img-src data:`
 // allows) and chips (name, size) that download the file.
 import { ChatError, newKey } from "./session.js";
-import { h } from "./view.js";
+import { h, icon } from "./view.js";
 
 const IMAGE = /^image\/(png|jpeg|gif|webp)$/;
 const enc = encodeURIComponent;
 
-// A paperclip drawn as SVG (an emoji needs a font the device may lack), hidden from screen readers.
-function clip() {
-  const NS = "http://www.w3.org/2000/svg";
-  const svg = document.createElementNS(NS, "svg");
-  for (const [k, v] of Object.entries({ viewBox: "0 0 24 24", width: "18", height: "18", fill: "none", stroke: "currentColor",
-    "stroke-width": "2", "stroke-linecap": "round", "stroke-linejoin": "round", "aria-hidden": "true", focusable: "false" })) svg.setAttribute(k, v);
-  const path = document.createElementNS(NS, "path");
-  path.setAttribute("d", "M21 11.5l-8.6 8.6a5.5 5.5 0 0 1-7.8-7.8l8.6-8.6a3.7 3.7 0 0 1 5.2 5.2l-8.6 8.6a1.8 1.8 0 0 1-2.6-2.6l7.9-7.9");
-  svg.append(path);
-  return svg;
-}
+// A paperclip (view.js `icon`).
+const CLIP = "M21 11.5l-8.6 8.6a5.5 5.5 0 0 1-7.8-7.8l8.6-8.6a3.7 3.7 0 0 1 5.2 5.2l-8.6 8.6a1.8 1.8 0 0 1-2.6-2.6l7.9-7.9";
 
 export function formatSize(bytes) {
   if (!(bytes >= 0)) return "";
@@ -52,7 +43,7 @@ export class Attachments {
     this.button = h("button", {
       type: "button", class: "hc-btn hc-attach", part: "attach", "aria-label": "Attach files",
       title: "Attach files (or drop them here, or paste an image)",
-    }, clip());
+    }, icon(CLIP));
     this.tray = h("ul", { class: "hc-tray", part: "attachments", "aria-label": "Files to send", hidden: true });
     this.status = h("span", { class: "hc-sr", role: "status" });
     const row = view.form.querySelector(".hc-row");

@@ -8,6 +8,25 @@ import { label, renderStreaming, renderText } from "./text.js";
 let counter = 0;
 const uid = (prefix) => `${prefix}-${++counter}`;
 
+// An icon drawn as SVG strokes in the text's colour (an emoji needs a font the device may lack,
+// and shows as an empty box without one), hidden from screen readers: its button has the name.
+export function icon(paths, { size = 18, rotate = 0 } = {}) {
+  const NS = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(NS, "svg");
+  for (const [k, v] of Object.entries({ viewBox: "0 0 24 24", width: String(size), height: String(size), fill: "none",
+    stroke: "currentColor", "stroke-width": "2", "stroke-linecap": "round", "stroke-linejoin": "round",
+    "aria-hidden": "true", focusable: "false" })) svg.setAttribute(k, v);
+  const g = document.createElementNS(NS, "g");
+  if (rotate) g.setAttribute("transform", `rotate(${rotate} 12 12)`);
+  for (const d of [paths].flat()) {
+    const path = document.createElementNS(NS, "path");
+    path.setAttribute("d", d);
+    g.append(path);
+  }
+  svg.append(g);
+  return svg;
+}
+
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
