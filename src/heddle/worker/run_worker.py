@@ -6,7 +6,7 @@ releases it. What procrastinate gives us, instead of code written here:
 
 * the queue itself, LISTEN/NOTIFY wake-ups and `concurrency` jobs at once per worker (its
   poll, every `FETCH_POLL_SECONDS`, only finds retried jobs, which procrastinate does not
-  announce);
+  announce); a wake-up takes several jobs at once (heddle/worker/fetching.py);
 * a worker heartbeat; a worker that stops beating (kill -9, a lost host) is "stalled", and
   every live worker looks for stalled workers' jobs every `stalled_seconds / 2` and puts them
   back in the queue (procrastinate's `get_stalled_jobs` and `retry_job`, from a plain loop: its
@@ -81,6 +81,8 @@ class RunWorker:
                  heartbeat_seconds: float, stalled_seconds: float):
         import procrastinate
 
+        from heddle.worker.fetching import FETCH_BATCH
+
         self.container = container
         self.concurrency = concurrency
         self.shutdown_grace = shutdown_grace
@@ -89,8 +91,10 @@ class RunWorker:
         self.owner = executor_name()
         self.lease = dt.timedelta(seconds=container.settings.run_lease_seconds)
         self.metrics = QueueMetrics(container.metrics.registry, container.db)
+        # psycopg's pool default is 4 connections: as many again for a batch of fetches
+        # (heddle/worker/fetching.py) beside the heartbeat and the jobs' finishes.
         self.app = procrastinate.App(connector=procrastinate.PsycopgConnector(
-            conninfo=postgres_dsn(container.settings.database_url),
+            conninfo=postgres_dsn(container.settings.database_url), min_size=4, max_size=4 + FETCH_BATCH,
             kwargs={"application_name": "heddle-worker-queue"}, pool_factory=_queue_pool))
         self.running = False  # the procrastinate worker loop is up (health)
         self._register_tasks()
@@ -152,15 +156,18 @@ class RunWorker:
 
     async def run(self) -> None:
         """Work until SIGTERM/SIGINT (procrastinate's handlers), then shut down gracefully."""
+        from heddle.worker.fetching import BatchFetchingWorker
+
         async with self.app.open_async():
             self.running = True
             watcher = asyncio.create_task(self._watch_stalled(), name="retry-stalled-jobs")
             try:
-                await self.app.run_worker_async(
-                    queues=[QUEUE], concurrency=self.concurrency, name=self.owner, wait=True,
+                # App.run_worker_async with procrastinate's worker taking jobs a batch at a time
+                await BatchFetchingWorker(
+                    app=self.app, queues=[QUEUE], concurrency=self.concurrency, name=self.owner, wait=True,
                     install_signal_handlers=True, shutdown_graceful_timeout=self.shutdown_grace,
                     update_heartbeat_interval=self.heartbeat_seconds, fetch_job_polling_interval=FETCH_POLL_SECONDS,
-                    stalled_worker_timeout=self.stalled_seconds, delete_jobs="successful")
+                    stalled_worker_timeout=self.stalled_seconds, delete_jobs="successful").run()
             finally:
                 self.running = False
                 watcher.cancel()
