@@ -49,12 +49,15 @@ class BatchFetchingWorker(procrastinate_worker.Worker):
         """
         probe = 1
         while not self._stop_event.is_set():
-            first_slot = asyncio.ensure_future(self._job_semaphore.acquire())
-            await utils.wait_any(first_slot, self._stop_event.wait())
-            if self._stop_event.is_set():
-                if first_slot.done() and not first_slot.cancelled():
-                    self._job_semaphore.release()
-                return
+            if self._job_semaphore.locked():  # every slot taken: wait for one, or for the stop
+                first_slot = asyncio.ensure_future(self._job_semaphore.acquire())
+                await utils.wait_any(first_slot, self._stop_event.wait())
+                if self._stop_event.is_set():
+                    if first_slot.done() and not first_slot.cancelled():
+                        self._job_semaphore.release()
+                    return
+            else:  # a slot is free: taken at once, without the tasks and turns of a wait
+                await self._job_semaphore.acquire()
             announced = self._announced
             slots, wanted = 1, min(self.fetch_batch, max(announced, probe))
             while slots < wanted and not self._job_semaphore.locked():
