@@ -17,6 +17,11 @@ from heddle.realtime.hub import RealtimeHub
 from heddle.realtime.server import build_realtime_router
 from support.net import free_port
 
+# A thread id fixed, not random: parameters and test ids built from it must be the same in every
+# pytest-xdist worker, or the workers collect different tests.
+FIXED_ID = "7d444840-9dc0-11d1-b245-5ffdce74fad2"
+FIXED_CHANNEL = f"private-thread-{FIXED_ID}"
+
 APP_KEY = "test-app-key"
 APP_SECRET = "test-app-secret-0123456789"
 

@@ -13,9 +13,9 @@ import pytest
 
 from heddle.realtime import protocol
 from heddle.realtime.hub import HubFull, RealtimeHub
+from realtime.realtime_testkit import FIXED_CHANNEL
 
-# Fixed, not random: test ids built from it must be the same in every pytest-xdist worker.
-CHANNEL = "private-thread-7d444840-9dc0-11d1-b245-5ffdce74fad2"
+CHANNEL = FIXED_CHANNEL
 
 
 class Peer:

@@ -14,10 +14,15 @@ from websockets.asyncio.client import connect
 from heddle.realtime import protocol
 from heddle.realtime.hub import RealtimeHub
 from heddle.realtime.signing import channel_auth
-from realtime.realtime_testkit import APP_KEY, APP_SECRET, LoopServer, PusherSocket, realtime_app, ws_url
-
-# Parameters are fixed, not random: every pytest-xdist worker must collect the same test ids.
-FIXED_ID = "7d444840-9dc0-11d1-b245-5ffdce74fad2"
+from realtime.realtime_testkit import (
+    APP_KEY,
+    APP_SECRET,
+    FIXED_ID,
+    LoopServer,
+    PusherSocket,
+    realtime_app,
+    ws_url,
+)
 
 
 def thread_channel() -> str:

@@ -17,10 +17,9 @@ from heddle.realtime.publishers import (
     build_publisher,
 )
 from heddle.realtime.signing import channel_auth
-from realtime.realtime_testkit import APP_KEY, APP_SECRET, PusherSocket
+from realtime.realtime_testkit import APP_KEY, APP_SECRET, FIXED_CHANNEL, PusherSocket
 
-# Fixed, not random: test ids built from it must be the same in every pytest-xdist worker.
-CHANNEL = "private-thread-7d444840-9dc0-11d1-b245-5ffdce74fad2"
+CHANNEL = FIXED_CHANNEL
 
 
 async def test_builtin_publisher_reaches_subscribers_of_the_live_server(live):

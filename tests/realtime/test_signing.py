@@ -16,13 +16,12 @@ from heddle.realtime.signing import (
     parse_thread_channel,
     verify_channel_auth,
 )
+from realtime.realtime_testkit import FIXED_ID
 
 socket_ids = st.builds(lambda a, b: f"{a}.{b}", st.integers(0, 10**20 - 1), st.integers(0, 10**20 - 1))
 keys = st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=40)
 secrets_ = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=64)
 
-# Parameters are fixed, not random: every pytest-xdist worker must collect the same test ids.
-FIXED_ID = "7d444840-9dc0-11d1-b245-5ffdce74fad2"
 
 
 @given(socket_id=socket_ids, thread=st.uuids(), key=keys, secret=secrets_)
