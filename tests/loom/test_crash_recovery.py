@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from support.loom import open_thread, post, wait_run
+from support.net import wait_started
 from support.processes import serve_process
 
 pytestmark = pytest.mark.slow
@@ -60,8 +61,7 @@ class FakeChatServer:
 
     def __enter__(self):
         self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
+        wait_started(self.server, self.thread)
         return self
 
     def __exit__(self, *exc):

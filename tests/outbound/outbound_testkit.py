@@ -18,6 +18,8 @@ import jwt
 import uvicorn
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from support.net import bound_socket
+
 REQUEST_SECRET = "whsec_test_0123456789abcdef"
 AUDIENCE = "payments-api"
 ALLOWED_LOOPBACK = ipaddress.ip_address("127.0.0.2")
@@ -37,12 +39,13 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 class ServerThread:
     def __init__(self, app: Any, host: str = "127.0.0.1", **config: Any):
-        self.host, self.port = host, free_port(host)
+        self.socket = bound_socket(host)  # bound now: nothing can take the port before uvicorn starts
+        self.host, self.port = host, self.socket.getsockname()[1]
         scheme = "https" if "ssl_certfile" in config else "http"
         config = {"log_level": "warning", "lifespan": "off"} | config  # MCP servers need their lifespan
         self.server = uvicorn.Server(uvicorn.Config(
-            app, host=host, port=self.port, access_log=False, timeout_graceful_shutdown=1, **config))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+            app, access_log=False, timeout_graceful_shutdown=1, **config))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
         self.url = f"{scheme}://{host}:{self.port}"
 
     def __enter__(self) -> Self:

@@ -7,7 +7,6 @@ Subclasses list their `paths` and answer in `_handle`; this base holds the calle
 from __future__ import annotations
 
 import threading
-import time
 
 import uvicorn
 from starlette.applications import Starlette
@@ -17,7 +16,7 @@ from starlette.routing import Route
 
 from heddle.auth.jwk_keys import generate_keypair, mint_session_token
 from heddle.toolhost import ReplayCache, ToolHostVerifier
-from support.net import free_port
+from support.net import bound_socket, wait_started
 
 AUDIENCE = "my-app"
 KID = "caller-key"
@@ -33,9 +32,10 @@ class LoopbackToolHost:
         app = Starlette(routes=[Route(p, self._handle, methods=["POST"]) for p in (*self.paths, "/mint")])
         verified = ToolHostVerifier(app, request_secret=request_secret, audience=AUDIENCE, jwks=self.jwks,
                                     signature_only_paths={"/mint"}, replay_cache=ReplayCache())
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(verified, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.socket = bound_socket()
+        self.port = self.socket.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(verified, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -50,8 +50,7 @@ class LoopbackToolHost:
 
     def start(self):
         self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
+        wait_started(self.server, self.thread)
         return self
 
     def stop(self) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 
 import pytest
 import uvicorn
@@ -17,7 +16,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from heddle.client import AsyncHeddle, Heddle
-from support.net import free_port
+from support.net import bound_socket, wait_started
 
 RUN_ID = "4b0d6c1e-6a53-4a53-9d0c-2f5a8f0e7c11"
 
@@ -56,15 +55,14 @@ class RunServer:
         routes = [Route("/v1/loom/runs/{run_id}", get_run)]
         if events:
             routes.append(Route("/v1/loom/runs/{run_id}/events", events_stream))
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(Starlette(routes=routes), host="127.0.0.1", port=self.port,
-                                                    log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        sock = bound_socket()
+        self.port = sock.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(Starlette(routes=routes), log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
 
     def __enter__(self) -> RunServer:
         self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
+        wait_started(self.server, self.thread)
         return self
 
     def __exit__(self, *exc) -> None:
