@@ -95,8 +95,16 @@ await main(async (browser, report) => {
     report.scroll[width] = await measure(page);
     if (width === 390) {
       report.composer = await page.$eval("#chat", (host) => {
-        const r = host.shadowRoot.querySelector(".hc-composer").getBoundingClientRect();
-        return { top: Math.round(r.top), bottom: Math.round(r.bottom), vh: window.innerHeight };
+        const root = host.shadowRoot;
+        const r = root.querySelector(".hc-composer").getBoundingClientRect();
+        // The buttons on the message box's line: each one's vertical middle inside the box's height.
+        const box = root.querySelector(".hc-input").getBoundingClientRect();
+        const beside = [".hc-attach", ".hc-send"].map((sel) => {
+          const b = root.querySelector(sel)?.getBoundingClientRect();
+          return b ? b.top + b.height / 2 >= box.top && b.top + b.height / 2 <= box.bottom : null;
+        });
+        return { top: Math.round(r.top), bottom: Math.round(r.bottom), vh: window.innerHeight,
+                 height: Math.round(r.height), input_width: Math.round(box.width), beside };
       });
       report.header_height = await page.$eval(".top", (el) => Math.round(el.getBoundingClientRect().height));
     }

@@ -321,6 +321,9 @@ def test_long_conversation_in_its_host_page_markdown_and_phone_layout(run_browse
     assert r["header_height"] <= 60, r["header_height"]
     c = r["composer"]
     assert 0 <= c["top"] and c["bottom"] <= c["vh"], c
+    # The attach button and Send on the message box's line (each took a line of its own), the
+    # box still wide enough to type in.
+    assert c["beside"] == [True, True] and c["input_width"] >= 128, c
     assert r["scroll"]["390"]["scroll"] <= r["scroll"]["390"]["viewport"] + 1, r["scroll"]["390"]
 
 
