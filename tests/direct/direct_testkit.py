@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives import serialization
 
 from heddle.auth.jwk_keys import generate_keypair, load_private_key
 from heddle.auth.session_tokens import KeyInfo
+from support.net import wait_started
 
 KEY_ID = "key_0123456789abcdefghij"
 WORKSPACE_ID = "ws_0123456789abcdefghij"
@@ -256,11 +257,7 @@ class UvicornThread:
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
+        wait_started(self._server, self._thread, timeout=10)
         self.port = self._server.servers[0].sockets[0].getsockname()[1]
 
     def url(self, path: str = "") -> str:

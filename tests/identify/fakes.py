@@ -7,13 +7,14 @@ import asyncio
 import base64
 import socket
 import threading
-import time
 from typing import Self
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
+
+from support.net import wait_started
 
 
 class LoopbackServer:
@@ -32,11 +33,7 @@ class LoopbackServer:
 
     def __enter__(self) -> Self:
         self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("test server did not start")
-            time.sleep(0.01)
+        wait_started(self._server, self._thread, timeout=10)
         return self
 
     def __exit__(self, *exc) -> None:

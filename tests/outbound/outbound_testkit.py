@@ -18,7 +18,7 @@ import jwt
 import uvicorn
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from support.net import bound_socket
+from support.net import bound_socket, wait_started
 
 REQUEST_SECRET = "whsec_test_0123456789abcdef"
 AUDIENCE = "payments-api"
@@ -50,11 +50,7 @@ class ServerThread:
 
     def __enter__(self) -> Self:
         self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("test server did not start")
-            time.sleep(0.01)
+        wait_started(self.server, self.thread, timeout=10)
         return self
 
     def __exit__(self, *exc: object) -> None:

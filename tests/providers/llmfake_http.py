@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +14,8 @@ from typing import Any
 import uvicorn
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+
+from support.net import wait_started
 
 
 @dataclass(frozen=True)
@@ -188,11 +189,7 @@ class ServerThread:
 
     def start(self) -> None:
         self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the fake server did not start")
-            time.sleep(0.01)
+        wait_started(self._server, self._thread, timeout=10)
 
     def stop(self) -> None:
         self._server.should_exit = True

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -14,6 +13,7 @@ import uvicorn
 from heddle.app import create_app
 from heddle.config import Settings
 from heddle.serving import listen, uvicorn_options
+from support.net import wait_started
 
 T = TypeVar("T")
 
@@ -48,14 +48,8 @@ class LiveServer:
 
     def start(self) -> LiveServer:
         self.thread.start()
-        deadline = time.monotonic() + 120  # generous: a loaded CI machine starts slowly
-        while time.monotonic() < deadline:
-            if self.server.started:
-                return self
-            if not self.thread.is_alive():
-                raise RuntimeError("server thread died during start-up")
-            time.sleep(0.02)
-        raise RuntimeError("server did not start in 120 s")
+        wait_started(self.server, self.thread, timeout=120)  # generous: a loaded CI machine starts slowly
+        return self
 
     def stop(self) -> None:
         self.server.should_exit = True

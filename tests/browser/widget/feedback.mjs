@@ -1,7 +1,6 @@
 // Thumbs on an assistant reply: a thumbs-down with a comment, kept after a reload; then the
 // operator finds it, with its comment, on the console's Feedback page, linked to the run's trace.
-import { shot } from "../browser.mjs";
-import { main } from "../browser.mjs";
+import { main, shot } from "../browser.mjs";
 import { typeAndSend, waitForReply, signedIn, waitForReady } from "./site.mjs";
 
 const U = process.env.HEDDLE_URL, WS = process.env.WS;
