@@ -3,9 +3,13 @@ and the scripted model word by word. The pieces add up to the text; tokens stay 
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from llmfake_http import Collector, Failure, Reply
 
 from heddle.loom.providers.anthropic_provider import AnthropicProvider
@@ -13,6 +17,7 @@ from heddle.loom.providers.base import ChatMessage, ModelProviderError, ToolSpec
 from heddle.loom.providers.openai_compat import OpenAICompatProvider
 from heddle.loom.providers.registry import cost_micro, default_scripted_class
 from heddle.loom.providers.scripted import HELP_TEXT, ScriptedProvider
+from heddle.loom.providers.streaming import READ_WINDOW_SECONDS, _sse_batches
 
 LOOKUP = ToolSpec("lookup_balance", "Look up an account balance",
                   {"type": "object", "properties": {"account": {"type": "string"}}})
@@ -158,3 +163,65 @@ def test_the_stream_option_is_a_strict_boolean():
     with pytest.raises(ModelConfigError, match="stream"):
         parse_model_classes('{"local": {"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1",'
                             ' "options": {"stream": "no"}}}')
+
+
+class Stamped(Collector):
+    """A Collector that notes when each piece arrived."""
+
+    def __init__(self):
+        super().__init__()
+        self.at: list[float] = []
+
+    async def delta(self, text: str) -> None:
+        self.at.append(time.monotonic())
+        await super().delta(text)
+
+
+async def test_openai_pieces_after_the_first_are_read_a_window_at_a_time(openai_provider, openai_class, openai_api):
+    """Coalesced at the read (issue 48): the first piece is handed on as it arrives; then the
+    model's stream is read once per window, and what came meanwhile goes on together, every
+    piece still its own, in order."""
+    text = " ".join(f"w{n}" for n in range(30))
+    openai_api.script.push(Reply(text=text, chunk_delay=0.005))  # ~150 ms of pieces
+    sink = Stamped()
+    reply = await openai_provider.complete(openai_class, [ChatMessage("user", "hi")], [], sink)
+    assert "".join(sink.pieces) == text == reply.text and len(sink.pieces) == 30
+    # Pieces handed on in the same wake-up share a time; a wake-up per piece would give 30.
+    wakeups = 1 + sum(1 for a, b in zip(sink.at, sink.at[1:]) if b - a > READ_WINDOW_SECONDS / 2)
+    assert wakeups <= 30 // 3, sink.at
+    assert sink.at[1] - sink.at[0] >= READ_WINDOW_SECONDS * 0.9  # the second piece waited out the window
+
+
+def _sse_body(events: list[str], newline: bytes) -> bytes:
+    return b"".join(b": comment" + newline + b"data: " + e.encode().replace(b"\n", newline + b"data: ")
+                    + newline + newline for e in events)
+
+
+@settings(max_examples=200, deadline=None)
+@given(events=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"),
+                               max_size=12), min_size=1, max_size=6),
+       newline=st.sampled_from([b"\n", b"\r\n", b"\r"]), cuts=st.lists(st.integers(min_value=0), max_size=8))
+def test_sse_data_is_the_same_however_the_body_is_cut(events, newline, cuts):
+    """`_sse_batches` gives each event's data whatever the reads' boundaries (inside a CRLF, or
+    inside a character's UTF-8 bytes), for LF, CRLF and CR line ends."""
+    body = _sse_body(events, newline)
+    points = sorted({c % (len(body) + 1) for c in cuts})
+    reads = [body[a:b] for a, b in zip([0, *points], [*points, len(body)]) if b > a]
+
+    async def chunks():
+        for read in reads:
+            yield read
+
+    async def parse():
+        return [data async for batch in _sse_batches(chunks()) for data in batch]
+
+    assert asyncio.run(parse()) == events
+
+
+def test_multi_line_data_and_an_unended_last_event():
+    async def parse(body):
+        async def chunks():
+            yield body
+        return [data async for batch in _sse_batches(chunks()) for data in batch]
+
+    assert asyncio.run(parse(b"data: a\ndata: b\n\nevent: x\ndata:c")) == ["a\nb", "c"]

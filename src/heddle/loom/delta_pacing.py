@@ -8,6 +8,10 @@ each row the bus announced (docs/operations.md, "Streaming under load", has the 
 The pieces are now coalesced per reader, and none is dropped or merged: every piece stays its
 own `message.delta` event with its own `seq` and stored id.
 
+- The model's stream (`providers/streaming.py`, OpenAI-compatible servers): the first piece of
+  a reply is handed on as it arrives; after it the run reads the model's stream at most once per
+  `READ_WINDOW_SECONDS`, so the pieces of a window go on in one wake-up of the run's task (about
+  60 wake-ups for a 3 s reply of 150 pieces, not 150).
 - SSE (`sse.py`): a stream sends everything it has at one wake-up as one write to the socket.
   After sending it waits until `SSE_WINDOW_SECONDS` have passed since that send before it
   handles the next wake-up, so the pieces (and, on another process's bus wake-ups, the reads)
