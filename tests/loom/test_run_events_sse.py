@@ -10,6 +10,7 @@ import json
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -218,3 +219,73 @@ def test_events_stored_by_another_process_arrive_by_polling(server, http, tenant
     (events, ended), = got
     assert ended and [e["id"] for e in events] == [str(int(before[-1]["id"]) + 1)]
     assert events[0]["data"]["terminal"] is True and time.monotonic() - written < 2
+
+
+def test_opening_a_stream_takes_one_session(server, http, tenant):
+    """The access check and the stream's first read share the request's session: one pool
+    checkout and three statements (the key, the run, its events) for a finished run's stream,
+    on every message's path (issue 48; the first read had a session of its own)."""
+    import asyncio
+
+    from sqlalchemy import event
+
+    h, run_id = finished_run(http, tenant)
+    engine = server.services.db.engine.sync_engine
+    seen: list[tuple[object, str]] = []
+
+    def task() -> object:
+        try:
+            return asyncio.current_task()
+        except RuntimeError:
+            return None
+
+    def on_checkout(*_):
+        seen.append((task(), "checkout"))
+
+    def on_statement(conn, cursor, statement, *_):
+        seen.append((task(), " ".join(statement.split())))
+
+    event.listen(engine.pool, "checkout", on_checkout)
+    event.listen(engine, "before_cursor_execute", on_statement)
+    try:
+        events, ended = collect(http, events_path(run_id), h)
+    finally:
+        event.remove(engine, "before_cursor_execute", on_statement)
+        event.remove(engine.pool, "checkout", on_checkout)
+    assert ended and events[-1]["data"]["state"] == "closed"
+    # The stream's tasks are those that read the run or its events (pollers run beside them).
+    mine = {t for t, what in seen if " FROM runs" in what or " FROM run_events" in what}
+    statements = [what for t, what in seen if t in mine and what != "checkout"]
+    assert len(statements) == 3, statements
+    assert [what for t, what in seen if t in mine and what == "checkout"] == ["checkout"]
+
+
+def test_a_stream_never_sent_follows_nothing(server, tenant):
+    """A response cut off before its first event never starts the stream's generator: the
+    stream's wake-up subscription, taken with its first read, is dropped all the same."""
+    import asyncio
+
+    with server.client() as http:
+        h, run_id = finished_run(http, tenant)
+    signals = server.services.run_events.signals
+    app = server.app
+    headers = [(k.lower().encode(), v.encode()) for k, v in h.items()] + [(b"host", b"test")]
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+             "scheme": "http", "path": events_path(run_id), "raw_path": events_path(run_id).encode(),
+             "query_string": b"", "headers": headers, "client": ("127.0.0.1", 1234), "server": ("test", 80)}
+
+    async def receive():
+        await asyncio.sleep(3600)
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            raise OSError("the client went away")
+
+    async def call():
+        try:
+            await app(scope, receive, send)
+        except OSError:
+            pass
+        return signals.watched(uuid.UUID(run_id))
+
+    assert server.call(call()) is False

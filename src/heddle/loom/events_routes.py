@@ -26,18 +26,29 @@ async def run_events(run_id: UUIDPath, request: Request,
                      last_event_id: str | None = Query(None, max_length=20,
                                                        description="For clients that cannot set the header"),
                      ):
-    # Access is checked like GET /runs/{id}, in a session that is closed before streaming.
-    async with loom_session(request) as (auth, session):
-        run = await q.visible_run(session, auth, run_id)
     if last_event_id_header is not None:
         after = parse_event_id(last_event_id_header, "Last-Event-ID", "header")
     else:
         after = parse_event_id(last_event_id, "last_event_id", "query")
     svc = services(request)
-    stream = RunEventStream(svc.database(), svc.run_events.signals, run.id, after,
-                            heartbeat_seconds=svc.settings.sse_heartbeat_seconds,
-                            poll_seconds=svc.settings.sse_poll_seconds)
-    # Counted while open, per key and per subject: 429 past either cap (loom/stream_limits.py).
-    release = request.app.state.services.streams.acquire(auth, request.client.host if request.client else None)
+    # Access is checked like GET /runs/{id}; the stream's first read follows in the same
+    # session, which is closed before streaming.
+    async with loom_session(request) as (auth, session):
+        run = await q.visible_run(session, auth, run_id)
+        stream = RunEventStream(svc.database(), svc.run_events.signals, run.id, after,
+                                heartbeat_seconds=svc.settings.sse_heartbeat_seconds,
+                                poll_seconds=svc.settings.sse_poll_seconds)
+        await stream.open(session, run.state)
+    try:
+        # Counted while open, per key and per subject: 429 past either cap (loom/stream_limits.py).
+        release = request.app.state.services.streams.acquire(auth, request.client.host if request.client else None)
+    except BaseException:
+        stream.close()
+        raise
+
+    def ended() -> None:
+        release()
+        stream.close()  # a response cut off before its first event never started the generator
+
     return CountedStreamingResponse(stream.events(), media_type="text/event-stream", headers=SSE_HEADERS,
-                                    release=release)
+                                    release=ended)

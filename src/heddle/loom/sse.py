@@ -19,7 +19,8 @@ and tripled another workspace's median latency, measured with bench/abuse.py).
 While nothing happens it sends a comment line (`: heartbeat`) every `heartbeat_seconds` so
 proxies and clients keep the connection. It ends right after the run's terminal `run.updated` (`closed` or `failed`).
 
-No database connection is held while waiting: each read is its own short session.
+No database connection is held while waiting: each read is its own short session. The first
+read goes in the request's own session, right after its access check (`open`).
 
 Coalesced per reader (issue 48, loom/delta_pacing.py): what one wake-up brings goes to the
 socket as one write; news within `SSE_WINDOW_SECONDS` of the last send waits out the window,
@@ -43,7 +44,7 @@ from heddle.db.base import Database
 from heddle.errors import HeddleError
 from heddle.loom.delta_pacing import SSE_WINDOW_SECONDS, FrameCache
 from heddle.loom.event_log import read_after
-from heddle.loom.event_signals import RunEventSignals
+from heddle.loom.event_signals import RunEventSignals, Waiter
 from heddle.loom.models import Run
 from heddle.loom.run_event import RunEvent
 from heddle.loom.states import TERMINAL
@@ -87,6 +88,26 @@ class RunEventStream:
         self.cursor = after
         self.heartbeat_seconds = heartbeat_seconds
         self.poll_seconds = poll_seconds
+        self._waiter: Waiter | None = None
+        self._opened: tuple[str | None, list[RunEvent]] | None = None
+
+    async def open(self, session, state: str | None) -> None:
+        """The stream's first read, in the caller's session, which has just read the run's
+        `state` (its access check): subscribed first, so nothing stored after this read is
+        missed, and no session of the stream's own for it. The stream must then be sent, or
+        `close()`d."""
+        self._waiter = self.signals.subscribe(self.run_id)
+        try:
+            self._opened = (state, await read_after(session, self.run_id, self.cursor, BATCH))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stop following the run (again is harmless): the stream ended, or was never sent."""
+        if self._waiter is not None:
+            self.signals.unsubscribe(self.run_id, self._waiter)
+            self._waiter = None
 
     async def _read(self) -> tuple[str | None, list]:
         async with self.db.session() as session:
@@ -111,7 +132,9 @@ class RunEventStream:
         return False
 
     async def events(self) -> AsyncIterator[str]:
-        waiter = self.signals.subscribe(self.run_id)
+        if self._waiter is None:
+            self._waiter = self.signals.subscribe(self.run_id)
+        waiter = self._waiter
         try:
             yield f"retry: {RETRY_MS}\n\n"
             last_sent = time.monotonic()
@@ -131,7 +154,8 @@ class RunEventStream:
                     need_read = True  # a gap: something was stored in between
                 if need_read and not ended:
                     need_read = False
-                    state, rows = await self._read()
+                    opened, self._opened = self._opened, None
+                    state, rows = opened if opened is not None else await self._read()
                     ended = self._frames(rows, out)
                     # A full batch may have more behind it (a packed row holds several
                     # events, so fewer events than BATCH means fewer rows than BATCH).
@@ -168,4 +192,4 @@ class RunEventStream:
                     need_read = True  # poll: another process may have stored events
                     quiet_polls += 1
         finally:
-            self.signals.unsubscribe(self.run_id, waiter)
+            self.close()
