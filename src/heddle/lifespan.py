@@ -51,7 +51,7 @@ class AppServices:
             self.container = await build_container(self.settings, role="serve", metrics=self.metrics,
                                                    realtime=self.realtime)
             if self.settle_heap:
-                get_logger(__name__).info("heap_settled", frozen_objects=settle_heap())
+                get_logger(__name__).info("heap_settled", **settle_heap())
             try:
                 yield
             finally:

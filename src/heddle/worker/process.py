@@ -30,7 +30,7 @@ async def run_worker_process(settings: Settings, *, concurrency: int, health_soc
                              shutdown_grace: float, heartbeat_seconds: float, stalled_seconds: float) -> None:
     container = await build_container(settings, role="worker")
     # start-up's objects, frozen: full collections stop walking them (heddle/serving.py)
-    log.info("heap_settled", frozen_objects=settle_heap())
+    log.info("heap_settled", **settle_heap())
     health: _HealthServer | None = None
     health_task: asyncio.Task | None = None
     try:
