@@ -6,6 +6,7 @@ OpenAI-compatible fake that streams its reply slowly over real SSE.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import threading
@@ -293,3 +294,38 @@ def test_a_stream_never_sent_follows_nothing(server, tenant):
         return signals.watched(uuid.UUID(run_id))
 
     assert server.call(call()) is False
+
+
+def test_what_is_handed_after_the_first_read_follows_it_at_once(server, http, tenant, fake_model):
+    """The stream's first read is made when the request opens it (`RunEventStream.open`); a
+    piece handed to the stream after that read and before the stream's first turn goes out
+    with it, after the read's events, not at the next poll."""
+    from heddle.loom.run_event import RunEvent
+    from heddle.loom.sse import RunEventStream
+
+    fake_model.push(Reply(text=REPLY, chunk_delay=0.05))
+    agent = tenant.add_agent({"name": "slow", "model_class": "slow", "instructions": "Be slow.", "tools": []},
+                             classes=("slow",))
+    h = tenant.headers("web:handed")
+    run_id = uuid.UUID(post(http, h, open_thread(http, h, agent), "hello")["run_id"])
+    services = server.services
+    db = services.db
+
+    async def first_write():
+        stream = RunEventStream(db, services.run_events.signals, run_id, 0, heartbeat_seconds=60, poll_seconds=60)
+        async with db.session() as session:
+            await stream.open(session, "running")
+        last = stream._opened[1][-1].seq
+        # As the delta writer hands a piece it has just stored (a made-up one: only its place counts).
+        services.run_events.signals.notify(run_id, [RunEvent("message.delta", {"delta": "x"}, None, run_id, last + 1)])
+        events = stream.events()
+        try:
+            assert (await anext(events)).startswith("retry:")
+            return last, await asyncio.wait_for(anext(events), 5)
+        finally:
+            await events.aclose()
+
+    last, text = server.call(first_write())
+    ids = [int(line[4:]) for line in text.splitlines() if line.startswith("id: ")]
+    assert ids == list(range(1, last + 2))
+    wait_run(http, h, str(run_id), states=("closed",))

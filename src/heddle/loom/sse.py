@@ -131,6 +131,15 @@ class RunEventStream:
                 return True
         return False
 
+    def _take(self, state: str | None, rows: list[RunEvent], out: list[str]) -> tuple[bool, bool]:
+        """The frames of a read's `rows` (see `_frames`): whether the stream ends, and whether a
+        full batch may have more behind it (a packed row holds several events, so fewer events
+        than BATCH means fewer rows than BATCH)."""
+        ended = self._frames(rows, out)
+        if not rows and (state is None or state in TERMINAL):
+            ended = True  # erased, or ended before events were stored
+        return ended, len(rows) >= BATCH
+
     async def events(self) -> AsyncIterator[str]:
         if self._waiter is None:
             self._waiter = self.signals.subscribe(self.run_id)
@@ -142,11 +151,16 @@ class RunEventStream:
             quiet_polls = 0
             while True:
                 waiter.event.clear()
-                inbox, waiter.rows = waiter.rows, []
-                need_read, waiter.stale = need_read or waiter.stale, False
                 out: list[str] = []  # everything of this wake-up goes in one write (issue 48)
                 ended = more = False
-                fresh = [event for event in inbox if event.seq > self.cursor]
+                if self._opened is not None:
+                    # The first read, made by `open()`: it comes before what was handed since.
+                    (state, rows), self._opened = self._opened, None
+                    need_read = False
+                    ended, more = self._take(state, rows, out)
+                inbox, waiter.rows = waiter.rows, []
+                need_read, waiter.stale = need_read or waiter.stale, False
+                fresh = [event for event in inbox if event.seq > self.cursor] if not ended else []
                 if fresh and all(event.seq == self.cursor + n for n, event in enumerate(fresh, start=1)):
                     self._handed()
                     ended = self._frames(fresh, out)  # stored by this process just now: no read back
@@ -154,14 +168,7 @@ class RunEventStream:
                     need_read = True  # a gap: something was stored in between
                 if need_read and not ended:
                     need_read = False
-                    opened, self._opened = self._opened, None
-                    state, rows = opened if opened is not None else await self._read()
-                    ended = self._frames(rows, out)
-                    # A full batch may have more behind it (a packed row holds several
-                    # events, so fewer events than BATCH means fewer rows than BATCH).
-                    more = len(rows) >= BATCH
-                    if not rows and (state is None or state in TERMINAL):
-                        ended = True  # erased, or ended before events were stored
+                    ended, more = self._take(*await self._read(), out)
                 if out:
                     yield "".join(out)
                     last_sent = time.monotonic()
