@@ -206,8 +206,15 @@ def test_sse_data_is_the_same_however_the_body_is_cut(events, newline, cuts):
     inside a character's UTF-8 bytes), for LF, CRLF and CR line ends."""
     body = _sse_body(events, newline)
     points = sorted({c % (len(body) + 1) for c in cuts})
-    reads = [body[a:b] for a, b in zip([0, *points], [*points, len(body)]) if b > a]
+    assert _parsed([body[a:b] for a, b in zip([0, *points], [*points, len(body)]) if b > a]) == events
 
+
+def test_multi_line_data_and_an_unended_last_event():
+    assert _parsed([b"data: a\ndata: b\n\nevent: x\ndata:c"]) == ["a\nb", "c"]
+
+
+def _parsed(reads: list[bytes]) -> list[str]:
+    """Each event's data, as `_sse_batches` gives it for a body read in `reads`."""
     async def chunks():
         for read in reads:
             yield read
@@ -215,13 +222,4 @@ def test_sse_data_is_the_same_however_the_body_is_cut(events, newline, cuts):
     async def parse():
         return [data async for batch in _sse_batches(chunks()) for data in batch]
 
-    assert asyncio.run(parse()) == events
-
-
-def test_multi_line_data_and_an_unended_last_event():
-    async def parse(body):
-        async def chunks():
-            yield body
-        return [data async for batch in _sse_batches(chunks()) for data in batch]
-
-    assert asyncio.run(parse(b"data: a\ndata: b\n\nevent: x\ndata:c")) == ["a\nb", "c"]
+    return asyncio.run(parse())

@@ -141,15 +141,18 @@ async def _sse_batches(chunks: AsyncIterator[bytes]) -> AsyncIterator[list[str]]
                     batch.append("\n".join(data))
                     data = []
             elif raw.startswith(b"data:"):
-                line = raw.decode("utf-8", "replace")
-                data.append(line[6:] if line.startswith("data: ") else line[5:])
+                data.append(_data_value(raw))
         if batch:
             yield batch
     if pending.startswith(b"data:"):
-        line = pending.decode("utf-8", "replace")
-        data.append(line[6:] if line.startswith("data: ") else line[5:])
+        data.append(_data_value(pending))
     if data:
         yield ["\n".join(data)]
+
+
+def _data_value(line: bytes) -> str:
+    """The value of a whole `data:` line (one space after the colon is not part of it)."""
+    return line[6 if line.startswith(b"data: ") else 5:].decode("utf-8", "replace")
 
 
 class ChunkAccumulator:
