@@ -34,6 +34,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     migrate_on_start: bool = True
     access_log: bool = True  # one log line per request (method, route, status, ms, request id)
+    # Python 3.12+: a new task's first step runs when it is created (heddle/serving.py,
+    # start_tasks_eagerly); no effect on 3.11. Off by default: its gain was not steady
+    # (docs/decisions.md, "Eager tasks").
+    eager_tasks: bool = False
 
     # --- the console (heddle/operators, heddle/console; docs/console.md) ---
     # Where operators reach this server; login links start with it. Unset: http://{host}:{port}.

@@ -14,10 +14,13 @@ head and body leave in one write (heddle/http_protocol.py).
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import resource
 import socket
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from heddle.config import Settings
@@ -75,6 +78,28 @@ def settle_heap() -> dict[str, int]:
     gc.freeze()
     gc.set_threshold(YOUNG_COLLECTION_EVERY, *gc.get_threshold()[1:])
     return {"frozen_objects": gc.get_freeze_count(), "young_collection_every": gc.get_threshold()[0]}
+
+
+def start_tasks_eagerly(enabled: bool = True) -> Callable[[], None] | None:
+    """With `HEDDLE_EAGER_TASKS`, once start-up is done, on Python 3.12 and later: every task
+    this loop creates from now on runs its first step at once, inside the call that creates it
+    (`asyncio.eager_task_factory`), instead of a turn of the loop later. Returns what puts the
+    loop's previous factory back, or None where nothing was changed (not enabled, or Python 3.11).
+
+    Under load a turn of the loop is long: at 100 streamed conversations their requests, run
+    starts and stream ends arrive together, and a task created in that wave waited 30-90 ms for
+    its first step. A message's way to its first token takes three such waits: uvicorn's task for
+    the request, the run's task (`loom/executor.py`) and aiohttp's writer of the model request's
+    body. Eager, each goes on until it first has to wait for I/O. Measured, the first token came
+    sooner on one machine and no sooner on another (docs/operations.md, "Part eight"), so it is
+    off unless asked for. Whatever creates a task must not assume the task has not run, or even
+    ended, when `create_task` returns (docs/decisions.md, "Eager tasks")."""
+    if not enabled or sys.version_info < (3, 12):
+        return None
+    loop = asyncio.get_running_loop()
+    previous = loop.get_task_factory()
+    loop.set_task_factory(asyncio.eager_task_factory)  # type: ignore[attr-defined]  # 3.12+
+    return lambda: loop.set_task_factory(previous)
 
 
 class PortUnavailable(RuntimeError):

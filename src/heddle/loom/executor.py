@@ -84,7 +84,11 @@ class InProcessExecutor:
             self._again.add(run_id)  # resumed while still finishing: run once more afterwards
             self.engine.nudge(run_id)  # or cancelled: a model call in flight is abandoned
             return
-        self._tasks[run_id] = asyncio.create_task(self._execute(run_id, claimed), name=f"run-{run_id}")
+        # An eager task (serving.start_tasks_eagerly) may have finished by the time create_task
+        # returns (a reply with no model wait): only a task still going is stored.
+        task = asyncio.create_task(self._execute(run_id, claimed), name=f"run-{run_id}")
+        if not task.done():
+            self._tasks[run_id] = task
 
     async def drain(self) -> None:
         """Wait until no run is executing (tests and benchmarks)."""
@@ -113,7 +117,8 @@ class InProcessExecutor:
                         break
                     self._again.discard(run_id)
         finally:
-            self._tasks.pop(run_id, None)
+            if self._tasks.get(run_id) is asyncio.current_task():  # not yet stored if it ended eagerly
+                del self._tasks[run_id]
 
     async def _release_all(self) -> None:
         try:

@@ -11,7 +11,7 @@ import uvicorn
 from heddle.config import Settings
 from heddle.container import build_container
 from heddle.observability.logging import get_logger
-from heddle.serving import settle_heap
+from heddle.serving import settle_heap, start_tasks_eagerly
 from heddle.worker.health import health_app
 from heddle.worker.run_worker import RunWorker
 
@@ -31,6 +31,9 @@ async def run_worker_process(settings: Settings, *, concurrency: int, health_soc
     container = await build_container(settings, role="worker")
     # start-up's objects, frozen: full collections stop walking them (heddle/serving.py)
     log.info("heap_settled", **settle_heap())
+    restore_factory = start_tasks_eagerly(settings.eager_tasks)
+    if settings.eager_tasks:  # asked for: say whether this Python has them
+        log.info("eager_tasks", started=restore_factory is not None)
     health: _HealthServer | None = None
     health_task: asyncio.Task | None = None
     try:
@@ -48,4 +51,6 @@ async def run_worker_process(settings: Settings, *, concurrency: int, health_soc
         if health is not None and health_task is not None:
             health.should_exit = True
             await asyncio.gather(health_task, return_exceptions=True)
+        if restore_factory is not None:
+            restore_factory()
         await container.aclose()
