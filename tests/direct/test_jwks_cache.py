@@ -7,11 +7,12 @@ import socket
 
 import httpx
 import pytest
-from direct_testkit import b64url, make_signing_key, sign
+from direct_testkit import FakeClock, b64url, make_signing_key, sign
 from structlog.testing import capture_logs
 
 from heddle.auth.jwks import JwksCache
 from heddle.auth.session_tokens import SessionTokenVerifier, TokenError
+from heddle.serving import start_tasks_eagerly
 
 
 async def test_fetched_once_and_served_from_memory(keys, jwks_cache, jwks_server):
@@ -182,6 +183,33 @@ async def test_errors_from_the_injected_client_are_contained(keys, jwks_server):
         cache = JwksCache(client)
         with pytest.raises(TokenError, match=r"fetch failed \(PermissionError\)"):
             await cache.get_key(jwks_server.publish(keys["ES256"].jwk), keys["ES256"].kid)
+
+
+async def test_a_fetch_that_ends_in_its_first_step_is_tried_again_after_the_interval(keys, jwks_server):
+    """Python 3.12+ servers start tasks eagerly (heddle/serving.py): a fetch refused before it
+    had anything to wait for ends inside `create_task`, and must not be kept as in flight (every
+    later caller would wait on that finished fetch and none would ever fetch again)."""
+    refused = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        refused.append(request.url)
+        raise PermissionError("destination is a private address")
+
+    restore = start_tasks_eagerly()
+    try:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(refuse)) as client:
+            clock = FakeClock()
+            cache = JwksCache(client, min_refresh_interval=30, clock=clock)
+            uri = jwks_server.publish(keys["ES256"].jwk)
+            with pytest.raises(TokenError, match="fetch failed"):
+                await cache.get_key(uri, keys["ES256"].kid)
+            clock.advance(31)
+            with pytest.raises(TokenError, match="fetch failed"):
+                await cache.get_key(uri, keys["ES256"].kid)
+    finally:
+        if restore is not None:
+            restore()
+    assert len(refused) == 2
 
 
 async def test_failed_fetches_are_retried_at_most_once_per_interval(keys, jwks_cache,

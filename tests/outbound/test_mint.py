@@ -29,6 +29,7 @@ from heddle.outbound import (
     build_outbound_client,
     mint_subject_token,
 )
+from heddle.serving import start_tasks_eagerly
 
 FAST = RetryPolicy(base_delay=0.0, max_delay=0.0)
 SUBJECT = "whatsapp:+15550001"
@@ -243,6 +244,28 @@ async def test_keys_are_per_workspace_and_subject():
     mint, calls = minter(clock)
     tokens = {await cache.get_token(ws, s, mint) for ws in ("ws_1", "ws_2") for s in ("a:1", "b:1")}
     assert len(tokens) == 4 and len(calls) == 4 and len(cache) == 4
+
+
+async def test_a_mint_that_ends_in_its_first_step_is_not_kept_in_flight():
+    """Python 3.12+ servers start tasks eagerly (heddle/serving.py): a mint with nothing to wait
+    for ends inside `ensure_future`; kept as in flight, it would be every later caller's answer
+    (an expired token, or the same error, for ever)."""
+    restore = start_tasks_eagerly()
+    try:
+        clock = Clock()
+        cache = SubjectTokenCache(refresh_margin=30, clock=clock)
+        mint, calls = minter(clock)
+        assert await cache.get_token("ws_1", SUBJECT, mint) == "t1"
+        clock.now += 270  # within the refresh margin: a new token
+        assert await cache.get_token("ws_1", SUBJECT, mint) == "t2"
+        failing, _ = minter(clock, fail=True)
+        with pytest.raises(MintError):
+            await cache.get_token("ws_2", SUBJECT, failing)
+        assert await cache.get_token("ws_2", SUBJECT, mint) == "t3"
+    finally:
+        if restore is not None:
+            restore()
+    assert len(calls) == 3
 
 
 async def test_a_burst_mints_once():

@@ -165,11 +165,14 @@ class JwksCache:
         return entry.attempted_at is None or now - entry.attempted_at >= self._min_refresh_interval
 
     async def _refresh(self, uri: str, entry: _Entry) -> None:
-        if entry.inflight is None:
+        task = entry.inflight
+        if task is None:
             entry.attempted_at = self._clock()
-            entry.inflight = asyncio.create_task(self._fetch_into(uri, entry), name="jwks-fetch")
+            task = asyncio.create_task(self._fetch_into(uri, entry), name="jwks-fetch")
+            if not task.done():  # an eager task (heddle/serving.py) may have ended in create_task
+                entry.inflight = task  # `_fetch_into` clears it when it ends
         # Shielded: one waiter giving up must not abort the fetch the others are sharing.
-        await asyncio.shield(entry.inflight)
+        await asyncio.shield(task)
 
     async def _fetch_into(self, uri: str, entry: _Entry) -> None:
         """Fetch and parse; record the outcome on `entry`. Never raises (except cancellation)."""

@@ -44,7 +44,8 @@ class SubjectTokenCache:
         if task is None:
             task = asyncio.ensure_future(self._mint_and_store(key, mint))
             task.add_done_callback(_consume_exception)
-            self._inflight[key] = task
+            if not task.done():  # an eager task (heddle/serving.py) may have ended in ensure_future
+                self._inflight[key] = task  # `_mint_and_store` drops it when it ends
         minted = await asyncio.shield(task)
         return minted.token
 
