@@ -77,6 +77,10 @@ def test_streaming(server, tenant):
             events = await send(client, "hello there")
             kinds = [e.WhichOneof("payload") for e in events]
             assert kinds[0] == "task" and "artifact_update" in kinds, kinds
+            # A new task starts as submitted, however far the run got before the stream's first
+            # read (eager tasks may finish the scripted reply by then); its pieces follow.
+            assert events[0].task.status.state == TaskState.TASK_STATE_SUBMITTED
+            assert not events[0].task.artifacts
             text = "".join(e.artifact_update.artifact.parts[0].text for e in events
                            if e.WhichOneof("payload") == "artifact_update")
             assert text.startswith("I am the scripted model")

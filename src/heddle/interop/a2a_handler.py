@@ -239,17 +239,15 @@ class HeddleA2AHandler(RequestHandler):
                                      context: ServerCallContext) -> AsyncGenerator[Any]:
         call = _call(context)
         run_id, after = await self._send(call, params.message)
-        async for event in self._stream(call, run_id, after):
+        async for event in self._stream(call, run_id, after, new=not params.message.task_id):
             yield event
 
-    async def _stream(self, call: A2ACall, run_id: uuid.UUID, after: int) -> AsyncIterator[Any]:
-        """The task, then its status changes and its reply's pieces (artifact `reply`, appended),
-        until the run settles."""
+    async def _stream(self, call: A2ACall, run_id: uuid.UUID, after: int, *, new: bool = False) -> AsyncIterator[Any]:
+        """The task (a `new` one as it was submitted), then its status changes and its reply's
+        pieces (artifact `reply`, appended) from its log after `after`, until the run settles."""
         first = await task(call, run_id)
-        yield first
+        yield a2a_tasks.as_submitted(first) if new else first
         task_id, context_id = first.id, first.context_id
-        if after == 0 and first.metadata["heddle_state"] in TERMINAL:
-            return
         started: set[str] = set()
         async for event in self._events(call, run_id, after):
             data = event.payload

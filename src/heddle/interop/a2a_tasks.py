@@ -125,6 +125,20 @@ def task_of(run: dict[str, Any], messages: list[dict[str, Any]] | None = None, *
     return task
 
 
+def as_submitted(task: Task) -> Task:
+    """`task` as it stood when its first message was taken: submitted, no reply yet (its history
+    kept). A new task's stream starts with it whatever the run has done since, and its log,
+    read from the start, tells the rest: the same events in the same order however fast the
+    run was (loom may finish a short run before the stream's first read)."""
+    sent = Task()
+    sent.CopyFrom(task)
+    sent.status.state = TaskState.TASK_STATE_SUBMITTED
+    sent.status.ClearField("message")
+    del sent.artifacts[:]
+    sent.metadata.update({"heddle_state": QUEUED})
+    return sent
+
+
 def agent_card(agent: Any, base_url: str) -> AgentCard:
     """The card of a published agent: JSON-RPC at `/v1/a2a/{id}`, the workspace key as a bearer, and
     the Service-Subject header that names whom the caller acts for."""
