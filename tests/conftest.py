@@ -42,7 +42,7 @@ async def _pg_admin(sql: str) -> None:
 def pg_database_factory():
     """Call it to get the URL of a new, empty PostgreSQL database; all are dropped at the end."""
     if not _pg_available():
-        if os.environ.get("CI"):
+        if os.environ.get("CI") and os.environ.get("HEDDLE_TEST_PG") != "0":  # not left out on purpose
             pytest.fail("PostgreSQL is required in CI but 127.0.0.1:5432 is not reachable")
         pytest.skip("PostgreSQL not reachable on 127.0.0.1:5432")
     created: list[str] = []
