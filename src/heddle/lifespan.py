@@ -16,7 +16,7 @@ from heddle.loom.stream_limits import StreamLimits
 from heddle.observability.logging import get_logger
 from heddle.observability.metrics import Metrics
 from heddle.realtime.setup import Realtime
-from heddle.serving import settle_heap, start_tasks_eagerly
+from heddle.serving import eager_tasks, settle_heap
 
 
 class AppServices:
@@ -52,14 +52,12 @@ class AppServices:
                                                    realtime=self.realtime)
             if self.settle_heap:
                 get_logger(__name__).info("heap_settled", **settle_heap())
-            restore_factory = start_tasks_eagerly(self.settings.eager_tasks)
-            if self.settings.eager_tasks:  # asked for: say whether this Python has them
-                get_logger(__name__).info("eager_tasks", started=restore_factory is not None)
             try:
-                yield
+                with eager_tasks(self.settings.eager_tasks) as started:
+                    if self.settings.eager_tasks:  # asked for: say whether this Python has them
+                        get_logger(__name__).info("eager_tasks", started=started)
+                    yield
             finally:
-                if restore_factory is not None:
-                    restore_factory()
                 await self.container.aclose()
         finally:
             sqlite_owner.release(self.sqlite_lock)

@@ -20,7 +20,8 @@ import os
 import resource
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from heddle.config import Settings
@@ -100,6 +101,18 @@ def start_tasks_eagerly(enabled: bool = True) -> Callable[[], None] | None:
     previous = loop.get_task_factory()
     loop.set_task_factory(asyncio.eager_task_factory)  # type: ignore[attr-defined]  # 3.12+
     return lambda: loop.set_task_factory(previous)
+
+
+@contextmanager
+def eager_tasks(enabled: bool) -> Iterator[bool]:
+    """`start_tasks_eagerly` for a process's serving life (`HEDDLE_EAGER_TASKS`): whether it
+    took, and the loop's previous factory put back when the block ends."""
+    restore = start_tasks_eagerly(enabled)
+    try:
+        yield restore is not None
+    finally:
+        if restore is not None:
+            restore()
 
 
 class PortUnavailable(RuntimeError):

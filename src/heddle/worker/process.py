@@ -11,7 +11,7 @@ import uvicorn
 from heddle.config import Settings
 from heddle.container import build_container
 from heddle.observability.logging import get_logger
-from heddle.serving import settle_heap, start_tasks_eagerly
+from heddle.serving import eager_tasks, settle_heap
 from heddle.worker.health import health_app
 from heddle.worker.run_worker import RunWorker
 
@@ -31,26 +31,24 @@ async def run_worker_process(settings: Settings, *, concurrency: int, health_soc
     container = await build_container(settings, role="worker")
     # start-up's objects, frozen: full collections stop walking them (heddle/serving.py)
     log.info("heap_settled", **settle_heap())
-    restore_factory = start_tasks_eagerly(settings.eager_tasks)
-    if settings.eager_tasks:  # asked for: say whether this Python has them
-        log.info("eager_tasks", started=restore_factory is not None)
     health: _HealthServer | None = None
     health_task: asyncio.Task | None = None
     try:
-        worker = RunWorker(container, concurrency=concurrency, shutdown_grace=shutdown_grace,
-                           heartbeat_seconds=heartbeat_seconds, stalled_seconds=stalled_seconds)
-        if health_socket is not None:  # bound by the caller, before anything started
-            health = _HealthServer(uvicorn.Config(health_app(worker), log_level="warning", access_log=False,
-                                                  lifespan="off"))
-            health_task = asyncio.create_task(health.serve(sockets=[health_socket]), name="worker-health")
-        log.info("worker_started", owner=worker.owner, concurrency=concurrency,
-                 health_port=health_socket.getsockname()[1] if health_socket else None)
-        await worker.run()
-        log.info("worker_stopped", owner=worker.owner)
+        with eager_tasks(settings.eager_tasks) as started:
+            if settings.eager_tasks:  # asked for: say whether this Python has them
+                log.info("eager_tasks", started=started)
+            worker = RunWorker(container, concurrency=concurrency, shutdown_grace=shutdown_grace,
+                               heartbeat_seconds=heartbeat_seconds, stalled_seconds=stalled_seconds)
+            if health_socket is not None:  # bound by the caller, before anything started
+                health = _HealthServer(uvicorn.Config(health_app(worker), log_level="warning", access_log=False,
+                                                      lifespan="off"))
+                health_task = asyncio.create_task(health.serve(sockets=[health_socket]), name="worker-health")
+            log.info("worker_started", owner=worker.owner, concurrency=concurrency,
+                     health_port=health_socket.getsockname()[1] if health_socket else None)
+            await worker.run()
+            log.info("worker_stopped", owner=worker.owner)
     finally:
         if health is not None and health_task is not None:
             health.should_exit = True
             await asyncio.gather(health_task, return_exceptions=True)
-        if restore_factory is not None:
-            restore_factory()
         await container.aclose()
