@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import platform
 import statistics
 import sys
 import time
@@ -154,11 +155,15 @@ def load_table(args) -> None:
             table += level
     load.append(os.getloadavg())
     if args.json:
-        print(json.dumps({"benchmark": "streaming-load", "load_average": load, "first_token_ms": args.first_token_ms,
+        print(json.dumps({"benchmark": "streaming-load", "python": platform.python_version(),
+                          "eager_tasks": os.environ.get("HEDDLE_EAGER_TASKS"), "load_average": load,
+                          "first_token_ms": args.first_token_ms,
                           "chunk_ms": args.chunk_ms, "duration_s": args.duration, "results": table}))
         return
     print(f"load average (1/5/15 min) at start {'/'.join(f'{v:.1f}' for v in load[0])}, "
-          f"at end {'/'.join(f'{v:.1f}' for v in load[1])}; {os.cpu_count()} CPUs")
+          f"at end {'/'.join(f'{v:.1f}' for v in load[1])}; {os.cpu_count()} CPUs; Heddle on Python "
+          f"{platform.python_version()}" + (f", HEDDLE_EAGER_TASKS={eager}" if (eager := os.environ.get(
+              "HEDDLE_EAGER_TASKS")) else ""))
     print(f"{'conv':>4} {'system':<12} {'TTFT med/p95 ms':>17} {'over direct':>11} {'x direct':>8} {'runs/s':>7} "
           f"{'CPU/run ms':>10} {'CPU/chunk ms':>12} {'POST med':>8} {'healthz med/p95':>16} {'client lag p95':>14} "
           f"{'failed':>6}")
