@@ -112,6 +112,18 @@ def _pct(values: list[float], p: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))], 1)
 
 
+def _paired_ratios(rows: list[dict], direct: list[dict]) -> list[float]:
+    """Each round's TTFT median over direct's in the same round. Rounds interleave the systems,
+    so a ratio within a round cancels much of what the machine does from one minute to the next;
+    a round's own median moves by about 15% (docs/operations.md, "Part nine")."""
+    ratios = []
+    for row, base in zip(rows, direct, strict=True):
+        mine, theirs = _pct(row["ttft_ms"], 50), _pct(base["ttft_ms"], 50)
+        if mine is not None and theirs:
+            ratios.append(round(mine / theirs, 2))
+    return ratios
+
+
 def summarise(rows: list[dict]) -> dict:
     """The rounds of one system at one level: pooled percentiles, medians of per-round rates."""
     ttft = [v for r in rows for v in r["ttft_ms"]]
@@ -146,6 +158,9 @@ def load_table(args) -> None:
                 for name in systems:
                     rows[name].append(measure(name, mock, conversations, args.duration))
             level = [summarise(rows[name]) for name in systems]
+            if "direct" in rows:
+                for r in level:
+                    r["ttft_ratio_by_round"] = _paired_ratios(rows[r["system"]], rows["direct"])
             direct = next((r for r in level if r["system"] == "direct"), None)
             for r in level:
                 if direct and direct["ttft_median_ms"] is not None and r["ttft_median_ms"] is not None:
@@ -175,6 +190,11 @@ def load_table(args) -> None:
               f"{f('cpu_ms_per_run'):>10} {f('cpu_ms_per_chunk', '{:.3f}'):>12} {f('post_median_ms'):>8} "
               f"{f('healthz_median_ms') + ' / ' + f('healthz_p95_ms'):>16} {f('client_lag_p95_ms'):>14} "
               f"{r['failed']:>6}")
+    for r in table:
+        spread = r.get("ttft_ratio_by_round") or []
+        if len(spread) > 1 and r["system"] != "direct":
+            print(f"{r['conversations']:>4} {r['system']:<12} x direct by round: {min(spread):.2f}-{max(spread):.2f} "
+                  f"(median {statistics.median(spread):.2f}, {len(spread)} rounds)")
     print("TTFT: message sent -> first delta read. CPU: every process of the system (PostgreSQL's backends "
           f"included) over the round, per run and per chunk ({PIECES} a reply). Client lag: this "
           "client's own event loop (a 50 ms sleep's overshoot); a TTFT beside a high one is partly the client's. "
