@@ -78,8 +78,10 @@ def script(llmock, calls: list[tuple[str, dict]], answer: str = "Done.") -> None
 
 def test_one_turns_calls_run_concurrently_bounded_and_go_back_in_call_order(http, tenant, agent, toolhost, llmock):
     ok_before = tool_metric(http, "ok")
-    # The first call holds longest: they finish in reverse order.
-    holds = [0.8, 0.6, 0.4, 0.3, 0.3]
+    # The first call holds longest, so they finish out of call order. The first four must all be
+    # in flight before the shortest of them ends: 1.1 s for a loaded CI machine to start them
+    # (0.3 s was not always enough there, on PostgreSQL).
+    holds = [2.0, 1.7, 1.4, 1.1, 0.3]
     script(llmock, [("overlap", {"n": n, "hold": hold}) for n, hold in enumerate(holds, start=1)])
     h, run_id = start(http, tenant, agent)
     run = wait_run(http, h, run_id, states=("closed", "failed"))
