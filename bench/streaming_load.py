@@ -158,27 +158,25 @@ def load_table(args) -> None:
                 for name in systems:
                     rows[name].append(measure(name, mock, conversations, args.duration))
             level = [summarise(rows[name]) for name in systems]
-            if "direct" in rows:
-                for r in level:
-                    r["ttft_ratio_by_round"] = _paired_ratios(rows[r["system"]], rows["direct"])
             direct = next((r for r in level if r["system"] == "direct"), None)
             for r in level:
+                if direct:
+                    r["ttft_ratio_by_round"] = _paired_ratios(rows[r["system"]], rows["direct"])
                 if direct and direct["ttft_median_ms"] is not None and r["ttft_median_ms"] is not None:
                     r["overhead_ms"] = round(r["ttft_median_ms"] - direct["ttft_median_ms"], 1)
                     r["ttft_ratio"] = round(r["ttft_median_ms"] / direct["ttft_median_ms"], 2)
                     r["runs_ratio"] = round(r["runs_per_s"] / direct["runs_per_s"], 2) if direct["runs_per_s"] else None
             table += level
     load.append(os.getloadavg())
+    python, eager = platform.python_version(), os.environ.get("HEDDLE_EAGER_TASKS")  # what Heddle ran on
     if args.json:
-        print(json.dumps({"benchmark": "streaming-load", "python": platform.python_version(),
-                          "eager_tasks": os.environ.get("HEDDLE_EAGER_TASKS"), "load_average": load,
+        print(json.dumps({"benchmark": "streaming-load", "python": python, "eager_tasks": eager, "load_average": load,
                           "first_token_ms": args.first_token_ms,
                           "chunk_ms": args.chunk_ms, "duration_s": args.duration, "results": table}))
         return
     print(f"load average (1/5/15 min) at start {'/'.join(f'{v:.1f}' for v in load[0])}, "
           f"at end {'/'.join(f'{v:.1f}' for v in load[1])}; {os.cpu_count()} CPUs; Heddle on Python "
-          f"{platform.python_version()}" + (f", HEDDLE_EAGER_TASKS={eager}" if (eager := os.environ.get(
-              "HEDDLE_EAGER_TASKS")) else ""))
+          f"{python}" + (f", HEDDLE_EAGER_TASKS={eager}" if eager else ""))
     print(f"{'conv':>4} {'system':<12} {'TTFT med/p95 ms':>17} {'over direct':>11} {'x direct':>8} {'runs/s':>7} "
           f"{'CPU/run ms':>10} {'CPU/chunk ms':>12} {'POST med':>8} {'healthz med/p95':>16} {'client lag p95':>14} "
           f"{'failed':>6}")

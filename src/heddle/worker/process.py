@@ -34,15 +34,15 @@ async def run_worker_process(settings: Settings, *, concurrency: int, health_soc
     health: _HealthServer | None = None
     health_task: asyncio.Task | None = None
     try:
-        with eager_tasks(settings.eager_tasks) as started:
+        worker = RunWorker(container, concurrency=concurrency, shutdown_grace=shutdown_grace,
+                           heartbeat_seconds=heartbeat_seconds, stalled_seconds=stalled_seconds)
+        if health_socket is not None:  # bound by the caller, before anything started
+            health = _HealthServer(uvicorn.Config(health_app(worker), log_level="warning", access_log=False,
+                                                  lifespan="off"))
+            health_task = asyncio.create_task(health.serve(sockets=[health_socket]), name="worker-health")
+        with eager_tasks(settings.eager_tasks) as started:  # start-up is done
             if settings.eager_tasks:  # asked for: say whether this Python has them
                 log.info("eager_tasks", started=started)
-            worker = RunWorker(container, concurrency=concurrency, shutdown_grace=shutdown_grace,
-                               heartbeat_seconds=heartbeat_seconds, stalled_seconds=stalled_seconds)
-            if health_socket is not None:  # bound by the caller, before anything started
-                health = _HealthServer(uvicorn.Config(health_app(worker), log_level="warning", access_log=False,
-                                                      lifespan="off"))
-                health_task = asyncio.create_task(health.serve(sockets=[health_socket]), name="worker-health")
             log.info("worker_started", owner=worker.owner, concurrency=concurrency,
                      health_port=health_socket.getsockname()[1] if health_socket else None)
             await worker.run()
