@@ -329,3 +329,57 @@ def test_what_is_handed_after_the_first_read_follows_it_at_once(server, http, te
     ids = [int(line[4:]) for line in text.splitlines() if line.startswith("id: ")]
     assert ids == list(range(1, last + 2))
     wait_run(http, h, str(run_id), states=("closed",))
+
+
+def test_a_replys_first_piece_skips_the_window_and_the_next_ones_keep_it(server, http, tenant, fake_model,
+                                                                         monkeypatch):
+    """The window that coalesces a stream's writes (loom/delta_pacing.py) holds news that comes
+    right after a send of pieces; the piece that comes right after `run.updated` or
+    `message.created` (a reply's first) goes at once. With a window of a minute, the first
+    piece arrives at once and the second one waits."""
+    from heddle.loom import sse
+    from heddle.loom.run_event import RunEvent
+    from heddle.loom.sse import RunEventStream
+
+    monkeypatch.setattr(sse, "SSE_WINDOW_SECONDS", 60.0)
+    fake_model.push(Reply(text=REPLY, chunk_delay=0.05))
+    agent = tenant.add_agent({"name": "slow", "model_class": "slow", "instructions": "Be slow.", "tools": []},
+                             classes=("slow",))
+    h = tenant.headers("web:first-piece")
+    run_id = uuid.UUID(post(http, h, open_thread(http, h, agent), "hello")["run_id"])
+    services = server.services
+    signals = services.run_events.signals
+    wait_run(http, h, str(run_id), states=("closed",))
+
+    async def two_pieces():
+        stream = RunEventStream(services.db, signals, run_id, 0, heartbeat_seconds=600, poll_seconds=600)
+        async with services.db.session() as session:
+            await stream.open(session, "running")
+        opened = stream._opened[1]
+        # The stream's first send: the run's events before its reply (the user's message, the run).
+        first = next(n for n, event in enumerate(opened) if event.name == "message.delta")
+        stream._opened = ("running", opened[:first])
+        last = opened[first - 1].seq
+        events = stream.events()
+        try:
+            assert (await anext(events)).startswith("retry:")
+            sent = await asyncio.wait_for(anext(events), 5)
+            assert "event: message.delta" not in sent
+            signals.notify(run_id, [RunEvent("message.delta", {"delta": "a"}, None, run_id, last + 1)])
+            piece = await asyncio.wait_for(anext(events), 5)  # at once, not after the minute
+            signals.notify(run_id, [RunEvent("message.delta", {"delta": "b"}, None, run_id, last + 2)])
+            held = asyncio.ensure_future(anext(events))
+            done, _ = await asyncio.wait({held}, timeout=0.5)
+            held.cancel()
+            await asyncio.gather(held, return_exceptions=True)  # the stream ends with the cancel
+            return piece, bool(done)
+        finally:
+            await events.aclose()
+
+    piece, second_sent = server.call(two_pieces())
+    assert piece.startswith(f"id: {last_seq(piece)}\nevent: message.delta\n")
+    assert second_sent is False
+
+
+def last_seq(text: str) -> int:
+    return [int(line[4:]) for line in text.splitlines() if line.startswith("id: ")][-1]

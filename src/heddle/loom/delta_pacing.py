@@ -15,8 +15,10 @@ own `message.delta` event with its own `seq` and stored id.
 - SSE (`sse.py`): a stream sends everything it has at one wake-up as one write to the socket.
   After sending it waits until `SSE_WINDOW_SECONDS` have passed since that send before it
   handles the next wake-up, so the pieces (and, on another process's bus wake-ups, the reads)
-  of that window go together. The first event after a quiet spell goes at once. Each frame is
-  encoded once for all the streams of a run (`FrameCache`), not once per stream.
+  of that window go together. The first event after a quiet spell, and the first after an event
+  that is not a piece (a reply's first piece, right after its run's `run.updated`), goes at
+  once. Each frame is encoded once for all the streams of a run (`FrameCache`), not once per
+  stream.
 - Realtime (`deltas.py`): every piece is still published at once, one Pusher event each (the
   protocol has no batch of events); it is encoded once, whatever the number of subscribers
   (heddle/realtime/hub.py).

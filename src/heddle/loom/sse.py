@@ -25,7 +25,8 @@ read goes in the request's own session, right after its access check (`open`).
 Coalesced per reader (issue 48, loom/delta_pacing.py): what one wake-up brings goes to the
 socket as one write; news within `SSE_WINDOW_SECONDS` of the last send waits out the window,
 so that pieces arriving meanwhile share the write (and, on another process's bus wake-ups, the
-read); the first news after a quiet spell goes at once. Frames are encoded once per event for
+read); the first news after a quiet spell, or after any event that is not a piece (so a reply's
+first piece), goes at once. Frames are encoded once per event for
 all the streams of a run (`FRAMES`).
 """
 
@@ -48,7 +49,7 @@ from heddle.loom.event_signals import RunEventSignals, Waiter
 from heddle.loom.models import Run
 from heddle.loom.run_event import RunEvent
 from heddle.loom.states import TERMINAL
-from heddle.runs_vocabulary import RUN_UPDATED
+from heddle.runs_vocabulary import DELTA_EVENT, RUN_UPDATED
 
 MAX_EVENT_ID = 2**31 - 1
 BATCH = 500
@@ -89,6 +90,7 @@ class RunEventStream:
         self.heartbeat_seconds = heartbeat_seconds
         self.poll_seconds = poll_seconds
         self._waiter: Waiter | None = None
+        self._pieces_flowing = False  # the last event sent was a reply's piece (the window applies)
         self._opened: tuple[str | None, list[RunEvent]] | None = None
 
     async def open(self, session, state: str | None) -> None:
@@ -127,6 +129,7 @@ class RunEventStream:
             out.append(FRAMES.get(self.run_id, event.seq,
                                   lambda: frame(event.seq, event.name, event.payload)))  # noqa: B023 (called at once)
             self.cursor = event.seq
+            self._pieces_flowing = event.name == DELTA_EVENT
             if _ends(event):
                 return True
         return False
@@ -189,11 +192,13 @@ class RunEventStream:
                 try:
                     await asyncio.wait_for(waiter.event.wait(), timeout=wait)
                     quiet_polls = 0
-                    # Coalesced per reader (loom/delta_pacing.py): news right after a send waits
-                    # out the window, so what arrives meanwhile goes in the same write (and, on
-                    # a bus wake-up, the same read); the first news after a quiet spell goes at once.
+                    # Coalesced per reader (loom/delta_pacing.py): news right after a send of
+                    # pieces waits out the window, so what arrives meanwhile goes in the same
+                    # write (and, on a bus wake-up, the same read). The first news after a quiet
+                    # spell, or after an event that is not a piece (a reply's first piece comes
+                    # right after `message.created` and `run.updated`), goes at once.
                     since = time.monotonic() - last_sent
-                    if since < SSE_WINDOW_SECONDS:
+                    if self._pieces_flowing and since < SSE_WINDOW_SECONDS:
                         await asyncio.sleep(SSE_WINDOW_SECONDS - since)
                 except TimeoutError:
                     need_read = True  # poll: another process may have stored events
