@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Header, Query, Request
 
 from heddle.api.deps import loom_session, services
@@ -31,6 +33,13 @@ async def run_events(run_id: UUIDPath, request: Request,
     else:
         after = parse_event_id(last_event_id, "last_event_id", "query")
     svc = services(request)
+    # One turn of the event loop first (issue 48): a client opens the stream right after its
+    # POST's 202, while the run that POST started is still on its way to the model. On Python
+    # 3.11 the model request leaves from a task of its own (aiohttp's body writer), queued
+    # behind whatever is ready; yielding here puts this stream's reads and first write behind
+    # the model requests of the runs that started meanwhile. Nothing is missed: the stream's
+    # first read follows, and reads whatever was stored before it.
+    await asyncio.sleep(0)
     # Access is checked like GET /runs/{id}; the stream's first read follows in the same
     # session, which is closed before streaming.
     async with loom_session(request) as (auth, session):
