@@ -296,6 +296,15 @@ def test_a_stream_never_sent_follows_nothing(server, tenant):
     assert server.call(call()) is False
 
 
+def slow_run(http, tenant, fake_model, subject: str) -> tuple[dict, uuid.UUID]:
+    """A run of the `slow` class (the fake model streams a piece every 50 ms), just posted."""
+    fake_model.push(Reply(text=REPLY, chunk_delay=0.05))
+    agent = tenant.add_agent({"name": "slow", "model_class": "slow", "instructions": "Be slow.", "tools": []},
+                             classes=("slow",))
+    h = tenant.headers(subject)
+    return h, uuid.UUID(post(http, h, open_thread(http, h, agent), "hello")["run_id"])
+
+
 def test_what_is_handed_after_the_first_read_follows_it_at_once(server, http, tenant, fake_model):
     """The stream's first read is made when the request opens it (`RunEventStream.open`); a
     piece handed to the stream after that read and before the stream's first turn goes out
@@ -303,11 +312,7 @@ def test_what_is_handed_after_the_first_read_follows_it_at_once(server, http, te
     from heddle.loom.run_event import RunEvent
     from heddle.loom.sse import RunEventStream
 
-    fake_model.push(Reply(text=REPLY, chunk_delay=0.05))
-    agent = tenant.add_agent({"name": "slow", "model_class": "slow", "instructions": "Be slow.", "tools": []},
-                             classes=("slow",))
-    h = tenant.headers("web:handed")
-    run_id = uuid.UUID(post(http, h, open_thread(http, h, agent), "hello")["run_id"])
+    h, run_id = slow_run(http, tenant, fake_model, "web:handed")
     services = server.services
     db = services.db
 
@@ -342,11 +347,7 @@ def test_a_replys_first_piece_skips_the_window_and_the_next_ones_keep_it(server,
     from heddle.loom.sse import RunEventStream
 
     monkeypatch.setattr(sse, "SSE_WINDOW_SECONDS", 60.0)
-    fake_model.push(Reply(text=REPLY, chunk_delay=0.05))
-    agent = tenant.add_agent({"name": "slow", "model_class": "slow", "instructions": "Be slow.", "tools": []},
-                             classes=("slow",))
-    h = tenant.headers("web:first-piece")
-    run_id = uuid.UUID(post(http, h, open_thread(http, h, agent), "hello")["run_id"])
+    h, run_id = slow_run(http, tenant, fake_model, "web:first-piece")
     services = server.services
     signals = services.run_events.signals
     wait_run(http, h, str(run_id), states=("closed",))
