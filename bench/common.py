@@ -23,6 +23,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wakeups(pid: int) -> int:
+    """How many times the threads of this process went to sleep and were woken again (the
+    voluntary context switches of each thread, /proc): an idle process's cost in a count, which
+    unlike its CPU does not depend on how fast or how busy the machine is. 0 for a process gone
+    or on another host."""
+    total = 0
+    for status in Path(f"/proc/{pid}/task").glob("*/status"):
+        try:
+            total += int(next(line for line in status.read_text().splitlines()
+                              if line.startswith("voluntary_ctxt_switches")).split()[1])
+        except (OSError, StopIteration):  # a thread that ended meanwhile
+            continue
+    return total
+
+
 def cpu_snapshot(pids: list[int]) -> dict[int, float]:
     """User + system CPU seconds of each of these processes and all their descendants (/proc)."""
     children: dict[int, list[int]] = {}

@@ -14,7 +14,9 @@ queue mode, or `--workers 0` for one `heddle serve` executing its own runs), wit
   the notification queue (tests/scale/test_pg_commits.py counts from the log the same way);
 * statements per run by process (`application_name`: `heddle-serve`, `heddle-worker`, the bus's
   and the queue's connections) and by statement, from the server log's lines for the database;
-* the idle layout's commits per second and CPU (every Heddle process and its PostgreSQL backends).
+* the idle layout's commits per second and CPU (every Heddle process and its PostgreSQL backends),
+  and how many times a second each Heddle process was woken (tests/scale/test_pg_commits.py
+  holds the budget; the CPU figure depends on the machine, see docs/operations.md, "Idle wake-ups").
 
     python bench/pg_costs.py [--workers 1] [--runs 20] [--idle 30] [--top 25] [--json]
 
@@ -37,7 +39,7 @@ from pathlib import Path
 import asyncpg
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import cpu_snapshot  # noqa: E402
+from common import cpu_snapshot, wakeups  # noqa: E402
 from run_driver import run_round  # noqa: E402
 from scale_queue import MESSAGES, PG_ADMIN, Deployment, ToolHost, _calls  # noqa: E402
 
@@ -148,14 +150,18 @@ def measure(workers: int, runs: int, idle_s: float, kinds=("scripted", "tool50")
         # The idle rate first: it is subtracted from the commits measured around the runs.
         backends = stats.backends()
         offset = os.path.getsize(pg_log)
+        woken0 = [wakeups(p.pid) for p in dep.procs]
         cpu0, t0 = layout_cpu(dep, backends), time.monotonic()
         time.sleep(idle_s)
         cpu1, t1 = layout_cpu(dep, backends), time.monotonic()
+        woken = [(wakeups(p.pid) - w) / (t1 - t0) for p, w in zip(dep.procs, woken0, strict=True)]
         logged = read_statements(pg_log, offset, dep.name)
         idle_rate = sum(commits_of(logged).values()) / (t1 - t0)
         idle_statements = Counter((backends.get(pid, "?"), text[:SHOWN]) for pid, text in logged)
         result["idle"] = {"commits_per_s": round(idle_rate, 3), "seconds": round(t1 - t0, 1),
                           "cpu_percent": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
+                          # the API first, then each worker: times a second its threads were woken
+                          "wakeups_per_s": [round(w, 1) for w in woken],
                           "statements_per_s": [(proc, text, round(v / (t1 - t0), 3))
                                                for (proc, text), v in idle_statements.most_common()]}
         for kind in kinds:
@@ -209,7 +215,8 @@ def main() -> None:
     layout = f"1 API + {args.workers} worker(s), queue" if args.workers else "1 serve, in-process executor"
     idle = result["idle"]
     print(f"layout: {layout}; idle: {idle['commits_per_s']} commits/s, {idle['cpu_percent']}% of a core "
-          f"(all processes and their backends, {idle['seconds']} s)")
+          f"(all processes and their backends, {idle['seconds']} s); wake-ups a second: "
+          + ", ".join(f"{'serve' if i == 0 else 'worker'} {w}" for i, w in enumerate(idle["wakeups_per_s"])))
     for proc, text, v in idle["statements_per_s"][:args.top]:
         print(f"  {v:>6}/s {proc:<20} {text}")
     for kind, k in result["kinds"].items():

@@ -15,6 +15,7 @@ head and body leave in one write (heddle/http_protocol.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import resource
@@ -23,6 +24,8 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import uvicorn
 
 from heddle.config import Settings
 from heddle.connection_limits import ConnectionLimits
@@ -50,6 +53,45 @@ def uvicorn_options(settings: Settings, metrics: Any = None) -> dict[str, Any]:
         "access_log": False,  # heddle's middleware writes one line per request itself
         "lifespan": "on",
     }
+
+
+# How often an idle server wakes for uvicorn's own upkeep (its date header); uvicorn wakes ten times
+# a second to look at `should_exit`, which here wakes the server itself.
+TICK_SECONDS = 1.0
+
+
+class QuietServer(uvicorn.Server):
+    """uvicorn's server, waking once a second when idle instead of ten times.
+
+    uvicorn's main loop sleeps 0.1 s at a time to see whether it should stop, and on its tenth
+    wake-up refreshes the `date` header. An idle `heddle serve` woke for nothing else as often:
+    uvicorn's ticks were 10 of its 12 wake-ups a second, and each costs a process woken from
+    idle about a millisecond of CPU on a small virtual machine (docs/operations.md, "Idle
+    wake-ups"). Here the loop waits on an event that setting `should_exit` sets, from a signal
+    handler or another thread, so stopping is at once rather than within 0.1 s, and `on_tick`
+    (the date header, `limit_max_requests`) runs once a second.
+    """
+
+    _wake: asyncio.Event | None = None
+    _wake_loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def should_exit(self) -> bool:
+        return self._should_exit
+
+    @should_exit.setter
+    def should_exit(self, value: bool) -> None:
+        self._should_exit = value
+        if value and self._wake is not None and self._wake_loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing waits any more
+                self._wake_loop.call_soon_threadsafe(self._wake.set)
+
+    async def main_loop(self) -> None:
+        self._wake_loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
+        while not await self.on_tick(0):  # tick 0: uvicorn's once-a-second upkeep, every time
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(TICK_SECONDS):
+                    await self._wake.wait()
 
 
 # Net allocations between two collections of the youngest generation (Python's default: 700).

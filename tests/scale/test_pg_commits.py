@@ -51,7 +51,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 SCRIPTED_BUDGET = 8  # commits per scripted run, all processes (was 160-240 before issue 31)
 TOOL_BUDGET = 12  # with one hosted tool call (was 37-60)
 IDLE_COMMITS_PER_S = 1.0
-IDLE_CPU_PERCENT = 5.0  # of one core, every process of the layout and its PostgreSQL backends
+# Times a second the API and the worker may each be woken when idle (its threads' voluntary context
+# switches): each of uvicorn's upkeep, the webhook and schedule polls once a second and their
+# replies; it was 12 (API) and 20-25 (worker) when uvicorn and psycopg woke ten times a second.
+# A count, where the layout's CPU (bench/pg_costs.py) depends on the machine: idle, the same
+# code measured 1-20% of a core (docs/operations.md, "Idle wake-ups").
+IDLE_WAKEUPS_PER_S = 8.0
 RUNS = 24
 CONVERSATIONS = 4
 IDLE_SECONDS = 20.0
@@ -121,14 +126,6 @@ def wait_no_backends(db_url: str, timeout: float = 30) -> None:
     while backends(db_url) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not backends(db_url), "the layout's connections did not close"
-
-
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:  # PostgreSQL on another host: its backends are not counted
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @pytest.fixture(scope="module")
@@ -220,17 +217,16 @@ def test_a_run_with_one_hosted_tool_costs_at_most_12_commits(layout, baseline):
     assert per_run <= TOOL_BUDGET, f"{per_run:.1f} commits per run with a tool"
 
 
-def test_an_idle_layout_commits_less_than_once_a_second_and_uses_almost_no_cpu(layout, baseline):
-    db_url = layout[0]["HEDDLE_DATABASE_URL"]
-    cpu: dict[str, float] = {}
+def test_an_idle_layout_commits_less_than_once_a_second_and_wakes_rarely(layout, baseline):
+    woken: dict[str, float] = {}
 
     def idle(_http, _h, _thread, api, worker):
         time.sleep(3)  # start-up work (first prunes, the worker's registration) is over
-        pids = [api.pid, worker.pid, *backends(db_url)]
-        before, started = sum(cpu_seconds(p) for p in pids), time.monotonic()
+        before, started = [(p, pg_costs.wakeups(p.pid)) for p in (api, worker)], time.monotonic()
         time.sleep(IDLE_SECONDS - 3)
-        cpu["percent"] = 100 * (sum(cpu_seconds(p) for p in pids) - before) / (time.monotonic() - started)
+        woken.update({p.kind: (pg_costs.wakeups(p.pid) - n) / (time.monotonic() - started) for p, n in before})
 
     rate = (lifecycle(layout, idle) - baseline) / IDLE_SECONDS
     assert rate < IDLE_COMMITS_PER_S, f"{rate:.2f} commits/s idle"
-    assert cpu["percent"] < IDLE_CPU_PERCENT, f"{cpu['percent']:.1f}% of a core idle"
+    print(f"woken a second, idle: {woken}")
+    assert max(woken.values()) < IDLE_WAKEUPS_PER_S, f"woken a second, idle: {woken}"

@@ -12,7 +12,7 @@ import uvicorn
 
 from heddle.app import create_app
 from heddle.config import Settings
-from heddle.serving import listen, uvicorn_options
+from heddle.serving import QuietServer, listen, uvicorn_options
 from support.net import wait_started
 
 T = TypeVar("T")
@@ -37,7 +37,7 @@ class LiveServer:
         # The same uvicorn options as `heddle serve` (parser, header cap, WebSocket frame size).
         options = uvicorn_options(self.settings, self.app.state.services.metrics) | {"log_level": "warning"}
         config = uvicorn.Config(self.app, **options)
-        self.server = uvicorn.Server(config)
+        self.server = QuietServer(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
         self.base_url = f"http://127.0.0.1:{self.port}"
 

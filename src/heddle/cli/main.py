@@ -113,11 +113,11 @@ def serve(host: str | None = typer.Option(None, "--host", help="Default 127.0.0.
     import uvicorn  # the server itself only now: a refusal above is said without importing it
 
     from heddle.app import create_app
-    from heddle.serving import uvicorn_options
+    from heddle.serving import QuietServer, uvicorn_options
 
     app = create_app(settings)
     app.state.services.settle_heap = True  # this process's objects of start-up, frozen once built
-    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings, app.state.services.metrics)))
+    server = QuietServer(uvicorn.Config(app, **uvicorn_options(settings, app.state.services.metrics)))
     server.run(sockets=[sock])
     if not server.started:  # as uvicorn.run: a start-up that failed is not a clean exit
         raise typer.Exit(3)

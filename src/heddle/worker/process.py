@@ -11,14 +11,14 @@ import uvicorn
 from heddle.config import Settings
 from heddle.container import build_container
 from heddle.observability.logging import get_logger
-from heddle.serving import eager_tasks, settle_heap
+from heddle.serving import QuietServer, eager_tasks, settle_heap
 from heddle.worker.health import health_app
 from heddle.worker.run_worker import RunWorker
 
 log = get_logger(__name__)
 
 
-class _HealthServer(uvicorn.Server):
+class _HealthServer(QuietServer):
     """uvicorn without its own signal handlers: procrastinate's handle SIGTERM/SIGINT and this
     server stops once the worker has shut down gracefully."""
 
