@@ -66,10 +66,11 @@ class QuietServer(uvicorn.Server):
     uvicorn's main loop sleeps 0.1 s at a time to see whether it should stop, and on its tenth
     wake-up refreshes the `date` header. An idle `heddle serve` woke for nothing else as often:
     uvicorn's ticks were 10 of its 12 wake-ups a second, and each costs a process woken from
-    idle about a millisecond of CPU on a small virtual machine (docs/operations.md, "Idle
-    wake-ups"). Here the loop waits on an event that setting `should_exit` sets, from a signal
-    handler or another thread, so stopping is at once rather than within 0.1 s, and `on_tick`
-    (the date header, `limit_max_requests`) runs once a second.
+    idle under a millisecond of CPU on a quiet machine and up to about 10 ms on a small, busy
+    virtual machine (docs/operations.md, "Idle wake-ups"). Here the loop waits on an event that
+    setting `should_exit` sets, from a signal handler or another thread, so stopping is at once
+    rather than within 0.1 s, and `on_tick` (the date header, `limit_max_requests`) runs once a
+    second.
     """
 
     _wake: asyncio.Event | None = None

@@ -1,10 +1,10 @@
 """An idle server sleeps: how often `heddle serve` wakes with nothing to do, and that uvicorn's
 once-a-second upkeep does not delay its stop (heddle/serving.py `QuietServer`).
 
-The budget is a count (the process's voluntary context switches), not CPU: on a small virtual
-machine a process woken from idle costs about a millisecond each time, and the same idle server
-measured anywhere from 1% to 20% of a core with the machine's load (docs/operations.md, "Idle
-wake-ups"). The PostgreSQL layout's budget, API and worker, is in test_pg_commits.py.
+The budget is a count (the process's voluntary context switches), not CPU: a process woken from
+idle costs under a millisecond on a quiet machine and up to about 10 ms on a small, busy virtual
+machine, and the same idle server measured anywhere from 1% to 20% of a core with the machine's
+load (docs/operations.md, "Idle wake-ups"). The PostgreSQL layout's budget, API and worker, is in test_pg_commits.py.
 """
 
 from __future__ import annotations

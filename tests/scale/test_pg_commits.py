@@ -228,5 +228,4 @@ def test_an_idle_layout_commits_less_than_once_a_second_and_wakes_rarely(layout,
 
     rate = (lifecycle(layout, idle) - baseline) / IDLE_SECONDS
     assert rate < IDLE_COMMITS_PER_S, f"{rate:.2f} commits/s idle"
-    print(f"woken a second, idle: {woken}")
     assert max(woken.values()) < IDLE_WAKEUPS_PER_S, f"woken a second, idle: {woken}"
