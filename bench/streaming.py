@@ -13,8 +13,16 @@ process of the system, PostgreSQL's backends included), `/healthz` answer time d
 round (median / p95), this client's own loop lag (p95), failed runs (with the run's error).
 The load average is printed: figures compare within a run.
 
+Arrivals (`--arrivals`): `together` (the default, the issue's table) sends every conversation's
+first message the moment the round opens; the replies then take the same time, so the
+conversations stay in step and every reply's length all N messages arrive in the same instant.
+`spread` sends the k-th conversation's first message k/N of a reply's length (first token +
+pieces x chunk interval) after the opening, so that messages arrive evenly, as N users who did
+not press Send together would. The first measures a burst of N at once, the second N steady
+conversations (docs/operations.md, "Part twelve").
+
     python bench/streaming.py [--systems direct,raw,embedded,postgres,langgraph] [--levels 10,100,300]
-                              [--rounds 3] [--duration 20] [--json]
+                              [--rounds 3] [--duration 20] [--arrivals together|spread] [--json]
     python bench/streaming.py --systems embedded,direct --levels 100 --rounds 1 --duration 8   # ~1 min
 
 `--latency` measures what this bench measured first: a local fake OpenAI-compatible model

@@ -25,6 +25,9 @@ def add_load_arguments(parser) -> None:
     parser.add_argument("--levels", default="10,100,300", help="concurrent conversations, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per system and level (fresh servers each)")
     parser.add_argument("--duration", type=float, default=20.0, help="seconds each conversation keeps posting")
+    parser.add_argument("--arrivals", choices=("together", "spread"), default="together",
+                        help="first messages all at the start (the issue's table), or spread evenly over "
+                             "one reply's length (first token + pieces x chunk interval)")
 
 
 async def _healthz(base_url: str | None, path: str, stop: asyncio.Event, out: list[float]) -> None:
@@ -55,12 +58,13 @@ async def _lag(stop: asyncio.Event, out: list[float]) -> None:
 
 
 async def _drive(system, conversations: int, duration: float, healthz: list[float],
-                 on_open=None, lags: list[float] | None = None) -> tuple[list[Sample], float]:
+                 on_open=None, lags: list[float] | None = None, spread: float = 0.0) -> tuple[list[Sample], float]:
     """The round's samples, and the seconds from the start of its timed part (threads opened)
-    to its last run's end; `lags` gets this client's loop lag, sampled through the round."""
+    to its last run's end; `lags` gets this client's loop lag, sampled through the round;
+    `spread`: the seconds over which the first messages are spread (`Gate`)."""
     out: list[Sample] = []
     stop = asyncio.Event()
-    gate = Gate(conversations, duration, on_open)
+    gate = Gate(conversations, duration, on_open, spread)
     probe = asyncio.create_task(_healthz(getattr(system, "base_url", None), getattr(system, "health_path", "/healthz"),
                                          stop, healthz))
     lag = asyncio.create_task(_lag(stop, [] if lags is None else lags))
@@ -82,15 +86,16 @@ def _backend_pids(db: tuple[str, str] | None) -> list[int]:
     return asyncio.run(_backends(*db))
 
 
-def measure(name: str, mock: Llmock, conversations: int, duration: float) -> dict:
-    """One round of one system on a fresh server (warmed up by two conversations first)."""
+def measure(name: str, mock: Llmock, conversations: int, duration: float, spread: float = 0.0) -> dict:
+    """One round of one system on a fresh server (warmed up by two conversations first);
+    `spread`: see `Gate`."""
     with SYSTEMS[name](mock) as system:
         asyncio.run(_drive(system, 2, WARM_UP_SECONDS, []))
         pids = lambda: system.pids() + _backend_pids(system.backends())  # noqa: E731
         before = cpu_snapshot(pids())
         healthz: list[float] = []
         lags: list[float] = []
-        samples, wall = asyncio.run(_drive(system, conversations, duration, healthz, lags=lags))
+        samples, wall = asyncio.run(_drive(system, conversations, duration, healthz, lags=lags, spread=spread))
         cpu = cpu_between(before, cpu_snapshot(pids()))
     runs = [s for s in samples if not s.failed]
     row = {"system": name, "conversations": conversations, "runs": len(runs), "wall_s": round(wall, 2),
@@ -151,12 +156,15 @@ def load_table(args) -> None:
     levels = [int(n) for n in args.levels.split(",")]
     load = [os.getloadavg()]
     table = []
+    # Spread: over one reply's length, so that each moment has as many conversations starting a
+    # run as the load's average, where together all of them start within the same instant.
+    spread = (args.first_token_ms + PIECES * args.chunk_ms) / 1000 if args.arrivals == "spread" else 0.0
     with Llmock(args.first_token_ms, args.chunk_ms) as mock:
         for conversations in levels:
             rows: dict[str, list[dict]] = {s: [] for s in systems}
             for _ in range(args.rounds):  # interleaved: every system once per round
                 for name in systems:
-                    rows[name].append(measure(name, mock, conversations, args.duration))
+                    rows[name].append(measure(name, mock, conversations, args.duration, spread))
             level = [summarise(rows[name]) for name in systems]
             direct = next((r for r in level if r["system"] == "direct"), None)
             for r in level:
@@ -171,12 +179,13 @@ def load_table(args) -> None:
     python, eager = platform.python_version(), os.environ.get("HEDDLE_EAGER_TASKS")  # what Heddle ran on
     if args.json:
         print(json.dumps({"benchmark": "streaming-load", "python": python, "eager_tasks": eager, "load_average": load,
-                          "first_token_ms": args.first_token_ms,
+                          "arrivals": args.arrivals, "first_token_ms": args.first_token_ms,
                           "chunk_ms": args.chunk_ms, "duration_s": args.duration, "results": table}))
         return
     print(f"load average (1/5/15 min) at start {'/'.join(f'{v:.1f}' for v in load[0])}, "
           f"at end {'/'.join(f'{v:.1f}' for v in load[1])}; {os.cpu_count()} CPUs; Heddle on Python "
-          f"{python}" + (f", HEDDLE_EAGER_TASKS={eager}" if eager else ""))
+          f"{python}" + (f", HEDDLE_EAGER_TASKS={eager}" if eager else "") + f"; arrivals {args.arrivals}"
+          + (f" (over {spread:.1f} s)" if spread else ""))
     print(f"{'conv':>4} {'system':<12} {'TTFT med/p95 ms':>17} {'over direct':>11} {'x direct':>8} {'runs/s':>7} "
           f"{'CPU/run ms':>10} {'CPU/chunk ms':>12} {'POST med':>8} {'healthz med/p95':>16} {'client lag p95':>14} "
           f"{'failed':>6}")

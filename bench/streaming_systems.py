@@ -45,15 +45,20 @@ STREAM_CAPS = {"HEDDLE_SSE_MAX_STREAMS_PER_KEY": "0", "HEDDLE_SSE_MAX_STREAMS_PE
 
 class Gate:
     """Conversations open their threads and connections first; when all are ready the timed
-    part starts for all at once and `wait()` returns its deadline."""
+    part starts and `wait()` returns its deadline. With `spread` (seconds), the conversation
+    that arrived k-th of N sends its first message k/N of `spread` after the start instead of
+    at it: arrivals spread over a reply's length, where together every conversation's message
+    comes in the same instant and, their replies taking the same time, again every reply."""
 
-    def __init__(self, conversations: int, duration: float, on_open=None):
+    def __init__(self, conversations: int, duration: float, on_open=None, spread: float = 0.0):
         self.left, self.duration, self.on_open = conversations, duration, on_open
+        self.total, self.spread, self.arrived = conversations, spread, 0
         self.opened = asyncio.Event()
         self.deadline = 0.0
         self.started = 0.0
 
     async def wait(self) -> float:
+        slot, self.arrived = self.arrived, self.arrived + 1
         self.left -= 1
         if self.left <= 0:
             self._open()
@@ -61,6 +66,8 @@ class Gate:
             await asyncio.wait_for(self.opened.wait(), 180)
         except TimeoutError:
             self._open()
+        if self.spread:
+            await asyncio.sleep(self.started + slot / self.total * self.spread - time.monotonic())
         return self.deadline
 
     def _open(self) -> None:
