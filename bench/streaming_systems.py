@@ -52,13 +52,13 @@ class Gate:
 
     def __init__(self, conversations: int, duration: float, on_open=None, spread: float = 0.0):
         self.left, self.duration, self.on_open = conversations, duration, on_open
-        self.total, self.spread, self.arrived = conversations, spread, 0
+        self.total, self.spread = conversations, spread
         self.opened = asyncio.Event()
         self.deadline = 0.0
         self.started = 0.0
 
     async def wait(self) -> float:
-        slot, self.arrived = self.arrived, self.arrived + 1
+        slot = self.total - self.left  # how many arrived before this one
         self.left -= 1
         if self.left <= 0:
             self._open()
