@@ -101,6 +101,7 @@ def measure(name: str, mock: Llmock, conversations: int, duration: float, spread
     row = {"system": name, "conversations": conversations, "runs": len(runs), "wall_s": round(wall, 2),
            "failed": len(samples) - len(runs), "failures": sorted({s.failed for s in samples if s.failed}),
            "ttft_ms": [round(s.ttft_ms, 1) for s in runs if s.ttft_ms is not None],
+           "ttft_later_ms": [round(s.ttft_ms, 1) for s in runs if s.ttft_ms is not None and not s.opening],
            "post_ms": [round(s.post_ms, 1) for s in runs if s.post_ms is not None],
            "healthz_ms": [round(v, 1) for v in healthz], "client_lag_ms": [round(v, 1) for v in lags],
            "runs_per_s": round(len(runs) / wall, 2), "cpu_s": round(cpu, 3),
@@ -117,13 +118,14 @@ def _pct(values: list[float], p: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))], 1)
 
 
-def _paired_ratios(rows: list[dict], direct: list[dict]) -> list[float]:
+def _paired_ratios(rows: list[dict], direct: list[dict], key: str = "ttft_ms") -> list[float]:
     """Each round's TTFT median over direct's in the same round. Rounds interleave the systems,
     so a ratio within a round cancels much of what the machine does from one minute to the next;
-    a round's own median moves by about 15% (docs/operations.md, "Part nine")."""
+    a round's own median moves by about 15% (docs/operations.md, "Part nine"). `key`
+    "ttft_later_ms": the messages after each conversation's first of the round."""
     ratios = []
     for row, base in zip(rows, direct, strict=True):
-        mine, theirs = _pct(row["ttft_ms"], 50), _pct(base["ttft_ms"], 50)
+        mine, theirs = _pct(row[key], 50), _pct(base[key], 50)
         if mine is not None and theirs:
             ratios.append(round(mine / theirs, 2))
     return ratios
@@ -139,6 +141,7 @@ def summarise(rows: list[dict]) -> dict:
             "runs": runs, "failed": sum(r["failed"] for r in rows),
             "failures": sorted({f for r in rows for f in r["failures"]}),
             "ttft_median_ms": _pct(ttft, 50), "ttft_p95_ms": _pct(ttft, 95),
+            "ttft_later_median_ms": _pct([v for r in rows for v in r["ttft_later_ms"]], 50),
             "post_median_ms": _pct([v for r in rows for v in r["post_ms"]], 50),
             "healthz_median_ms": _pct([v for r in rows for v in r["healthz_ms"]], 50),
             "healthz_p95_ms": _pct([v for r in rows for v in r["healthz_ms"]], 95),
@@ -170,6 +173,7 @@ def load_table(args) -> None:
             for r in level:
                 if direct:
                     r["ttft_ratio_by_round"] = _paired_ratios(rows[r["system"]], rows["direct"])
+                    r["later_ratio_by_round"] = _paired_ratios(rows[r["system"]], rows["direct"], "ttft_later_ms")
                 if direct and direct["ttft_median_ms"] is not None and r["ttft_median_ms"] is not None:
                     r["overhead_ms"] = round(r["ttft_median_ms"] - direct["ttft_median_ms"], 1)
                     r["ttft_ratio"] = round(r["ttft_median_ms"] / direct["ttft_median_ms"], 2)
@@ -202,6 +206,12 @@ def load_table(args) -> None:
         if len(spread) > 1 and r["system"] != "direct":
             print(f"{r['conversations']:>4} {r['system']:<12} x direct by round: {min(spread):.2f}-{max(spread):.2f} "
                   f"(median {statistics.median(spread):.2f}, {len(spread)} rounds)")
+    for r in table:  # without each conversation's first message (docs/operations.md, "Part thirteen")
+        later = r.get("later_ratio_by_round") or []
+        print(f"{r['conversations']:>4} {r['system']:<12} later messages: TTFT median "
+              f"{'-' if r['ttft_later_median_ms'] is None else round(r['ttft_later_median_ms'])} ms"
+              + (f", x direct by round {min(later):.2f}-{max(later):.2f} (median {statistics.median(later):.2f})"
+                 if later and r["system"] != "direct" else ""))
     print("TTFT: message sent -> first delta read. CPU: every process of the system (PostgreSQL's backends "
           f"included) over the round, per run and per chunk ({PIECES} a reply). Client lag: this "
           "client's own event loop (a 50 ms sleep's overshoot); a TTFT beside a high one is partly the client's. "

@@ -85,6 +85,7 @@ class Sample:
     post_ms: float | None
     deltas: int
     failed: str | None = None
+    opening: bool = False  # the conversation's first message of the round: most model connections open then
 
 
 class Llmock:
@@ -152,6 +153,7 @@ async def _replies(gate: Gate, out: list[Sample], reply: Callable[[], AsyncItera
     """A conversation straight to the model: `reply()` streams one reply's text pieces; one
     sample a reply until the round's deadline."""
     deadline = await gate.wait()
+    opening = True
     while time.monotonic() < deadline:
         started, first, pieces, failed = time.monotonic(), None, [], None
         try:
@@ -162,7 +164,8 @@ async def _replies(gate: Gate, out: list[Sample], reply: Callable[[], AsyncItera
                 failed = "incomplete"
         except Exception as exc:
             failed = type(exc).__name__
-        out.append(Sample(_ms(started, first), None, len(pieces), failed))
+        out.append(Sample(_ms(started, first), None, len(pieces), failed, opening))
+        opening = False
 
 
 async def direct_conversation(mock: Llmock, gate: Gate, out: list[Sample]) -> None:
@@ -216,6 +219,7 @@ async def heddle_conversation(base_url: str, secret: str, agent: str, tag: str, 
     async with httpx.AsyncClient(base_url=base_url, timeout=120, headers=h) as client:
         thread = (await client.post("/v1/loom/threads", json={"agent": agent})).json()["data"]["id"]
         deadline = await gate.wait()
+        opening = True
         while time.monotonic() < deadline:
             started, first, posted, pieces, reply, state, failed = time.monotonic(), None, None, [], None, None, None
             try:
@@ -255,7 +259,8 @@ async def heddle_conversation(base_url: str, secret: str, agent: str, tag: str, 
                     failed = "deltas do not add up to the reply"
             except Exception as exc:
                 failed = f"{type(exc).__name__}: {str(exc)[:60]}"
-            out.append(Sample(_ms(started, first), _ms(started, posted), len(pieces), failed))
+            out.append(Sample(_ms(started, first), _ms(started, posted), len(pieces), failed, opening))
+            opening = False
 
 
 def _seed(db_url: str) -> tuple[str, str]:
@@ -391,6 +396,7 @@ class LangGraph:
         async with httpx.AsyncClient(base_url=self.base_url, timeout=120) as client:
             thread = (await client.post("/threads", json={})).json()["thread_id"]
             deadline = await gate.wait()
+            opening = True
             while time.monotonic() < deadline:
                 started, first, pieces, failed = time.monotonic(), None, [], None
                 try:
@@ -409,7 +415,8 @@ class LangGraph:
                         failed = "incomplete"
                 except Exception as exc:
                     failed = type(exc).__name__
-                out.append(Sample(_ms(started, first), None, len(pieces), failed))
+                out.append(Sample(_ms(started, first), None, len(pieces), failed, opening))
+                opening = False
 
     def conversation(self, i: int, gate: Gate, out: list[Sample]):
         return self._conversation(gate, out)

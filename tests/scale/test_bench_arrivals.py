@@ -1,6 +1,7 @@
 """bench/streaming.py's arrival shapes (`--arrivals`): together, every conversation's first
 message leaves when the round opens; spread, the k-th of N leaves k/N of the spread later.
-The figures of docs/operations.md, "Part twelve", rest on this."""
+The figures of docs/operations.md, "Part twelve", rest on this; and the split of a round's
+first token between each conversation's first message and the later ones ("Part thirteen")."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
-from streaming_systems import Gate  # noqa: E402
+from streaming_load import _paired_ratios, _pct  # noqa: E402
+from streaming_systems import REPLY, Gate, Sample, _replies  # noqa: E402
 
 
 async def _starts(conversations: int, spread: float) -> tuple[list[float], float, list[float]]:
@@ -37,3 +39,30 @@ def test_spread_starts_are_even_over_the_spread_and_share_one_deadline():
     expected = [k / 8 * 0.8 for k in range(8)]
     assert starts == [pytest.approx(e, abs=0.05) for e in expected]
     assert set(deadlines) == {opened + 5.0}
+
+
+def test_only_a_conversations_first_message_of_the_round_is_its_opening():
+    async def reply():
+        await asyncio.sleep(0.01)
+        yield REPLY
+
+    async def round_() -> list[Sample]:
+        out: list[Sample] = []
+        gate = Gate(2, duration=0.2)
+        await asyncio.gather(_replies(gate, out, reply), _replies(gate, out, reply))
+        return out
+
+    out = asyncio.run(round_())
+    assert len(out) > 4 and not any(s.failed for s in out)
+    assert sum(s.opening for s in out) == 2  # one a conversation, the first it sent
+    assert all(s.ttft_ms is not None for s in out)
+
+
+def test_later_messages_are_compared_round_by_round():
+    # Three conversations' first messages slow, two later ones quick: the round's median is an
+    # opening's, the later messages' is not.
+    rows = [{"ttft_ms": [900, 900, 900, 450, 450], "ttft_later_ms": [450, 450]}]
+    direct = [{"ttft_ms": [400, 400, 400, 300, 300], "ttft_later_ms": [300, 300]}]
+    assert _paired_ratios(rows, direct) == [2.25]
+    assert _paired_ratios(rows, direct, "ttft_later_ms") == [1.5]
+    assert _pct(rows[0]["ttft_later_ms"], 50) == 450
