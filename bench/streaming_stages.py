@@ -1,0 +1,149 @@
+"""Where a message's first token waits inside the embedded server, stage by stage.
+
+Drives bench/streaming.py's load (llmock as the model, 300 ms to the first piece; N
+conversations sending one message after another, `--arrivals together|spread`) against one
+embedded `heddle serve` run under bench/stage_clock.py, which timestamps each stage of each
+message in the server. Prints, per stage, the median and p90 in milliseconds, for every
+message, for each conversation's first message of the round (when most of the server's model
+connections are opened) and for the later ones:
+
+    POST arrival -> 202 sent         the request's own work, from the middleware on
+    202 sent -> run task starts      the run's task waiting for its first turn of the loop
+    run task -> SDK call             the run's first step: its reads, the request built
+    SDK call -> body written         aiohttp's body writer (a task of its own on Python 3.11)
+    body written -> headers          the model server's answer and the read of its headers
+    headers -> first piece           the model's 300 ms, and the read of the first piece
+    POST arrival -> first piece      all of the above
+    202 sent -> stream opened        the client's GET .../events reaching the server
+
+    python bench/streaming_stages.py [--conversations 100] [--duration 20] [--arrivals together]
+                                     [--json]
+
+The client's own share (sending the POST, reading the SSE frame) is what bench/streaming.py's
+first token has on top of "POST arrival -> first piece". Findings: docs/operations.md, "Part
+thirteen".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from streaming_load import WARM_UP_SECONDS, _drive  # noqa: E402
+from streaming_systems import PIECES, Embedded, Llmock  # noqa: E402
+
+STAGES = (
+    ("POST arrival -> 202 sent", "arrived", "answered"),
+    ("202 sent -> run task starts", "answered", "started"),
+    ("run task -> SDK call", "started", "called"),
+    ("SDK call -> body written", "called", "body"),
+    ("body written -> headers", "body", "headers"),
+    ("headers -> first piece", "headers", "first"),
+    ("POST arrival -> first piece", "arrived", "first"),
+    ("202 sent -> stream opened", "answered", "stream"),
+)
+
+
+def runs_of(rows: list[list], since: float = 0.0) -> tuple[dict[str, dict[str, float]], list[float]]:
+    """Each run's stage times (by run id) from stage_clock's rows, and the new connections' times
+    to connect, in ms; only what happened from `since` on (the round, not its warm-up)."""
+    runs: dict[str, dict[str, float]] = {}
+    connects = []
+    for kind, run_id, *times in rows:
+        if times[0] < since:
+            continue
+        if kind == "connection":
+            connects.append((times[1] - times[0]) * 1000)
+            continue
+        run = runs.setdefault(run_id, {})
+        if kind == "posted":
+            run["arrived"], run["answered"] = times
+        elif kind == "model":
+            run["called"] = times[0]
+            if times[1] is not None:
+                run["first"] = times[1]
+        else:  # started, headers, body, stream: the first of each (a retried model call has more)
+            run.setdefault(kind, times[0])
+    return runs, connects
+
+
+def openings(runs: dict[str, dict[str, float]], conversations: int) -> set[str]:
+    """The runs of each conversation's first message of the round: the round's first
+    `conversations` POSTs (a conversation's second message comes a whole reply after its first,
+    after every conversation's first, in either arrival shape)."""
+    posted = sorted((run["arrived"], run_id) for run_id, run in runs.items() if "arrived" in run)
+    return {run_id for _, run_id in posted[:conversations]}
+
+
+def _pct(values: list[float], p: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))], 1)
+
+
+def stages(runs: list[dict[str, float]]) -> dict[str, dict[str, float | None]]:
+    """Median and p90 (ms) of each stage over the runs that have both of its ends."""
+    out = {}
+    for label, start, end in STAGES:
+        spans = [(run[end] - run[start]) * 1000 for run in runs if start in run and end in run]
+        out[label] = {"median": _pct(spans, 50), "p90": _pct(spans, 90), "n": len(spans)}
+    return out
+
+
+def measure(conversations: int, duration: float, spread: float) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "stages.jsonl"
+        os.environ["BENCH_WRAP"] = str(Path(__file__).parent / "stage_clock.py")
+        os.environ["STAGES_OUT"] = str(out)
+        try:
+            with Llmock(300, 20) as mock, Embedded(mock) as system:
+                asyncio.run(_drive(system, 2, WARM_UP_SECONDS, []))
+                began = time.monotonic()  # the server's clock too (CLOCK_MONOTONIC is the machine's)
+                samples, _ = asyncio.run(_drive(system, conversations, duration, [], spread=spread))
+        finally:
+            os.environ.pop("BENCH_WRAP")
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+    runs, connects = runs_of(rows, since=began)
+    timed = {run_id: run for run_id, run in runs.items() if "arrived" in run}  # not the warm-up's
+    first = openings(timed, conversations)
+    return {"python": platform.python_version(), "conversations": conversations, "duration_s": duration,
+            "runs": len(timed), "failed": sum(1 for s in samples if s.failed),
+            "connections": {"n": len(connects), "median_ms": _pct(connects, 50), "p90_ms": _pct(connects, 90)},
+            "all": stages(list(timed.values())),
+            "first messages": stages([r for i, r in timed.items() if i in first]),
+            "later messages": stages([r for i, r in timed.items() if i not in first])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conversations", type=int, default=100)
+    parser.add_argument("--duration", type=float, default=20.0)
+    parser.add_argument("--arrivals", choices=("together", "spread"), default="together")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    spread = (300 + PIECES * 20) / 1000 if args.arrivals == "spread" else 0.0
+    result = measure(args.conversations, args.duration, spread) | {"arrivals": args.arrivals}
+    if args.json:
+        print(json.dumps(result))
+        return
+    c = result["connections"]
+    print(f"embedded Heddle on Python {result['python']}, {result['conversations']} conversations "
+          f"({args.arrivals}), {result['runs']} runs, {result['failed']} failed; new model connections: "
+          f"{c['n']}, {c['median_ms']} ms median to connect (p90 {c['p90_ms']})")
+    print(f"{'stage (ms, median / p90)':<30} {'all':>15} {'first messages':>15} {'later messages':>15}")
+    for label, *_ in STAGES:
+        cells = [result[group][label] for group in ("all", "first messages", "later messages")]
+        print(f"{label:<30} " + " ".join(f"{str(c['median']) + ' / ' + str(c['p90']):>15}" for c in cells))
+
+
+if __name__ == "__main__":
+    main()
