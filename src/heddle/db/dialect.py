@@ -47,5 +47,10 @@ def writes_in_cte(session: AsyncSession) -> bool:
 
 def statements_are_dear(session: AsyncSession) -> bool:
     """True when every statement is a network round trip (PostgreSQL), so one statement that
-    also returns what the next would have asked is worth it; on SQLite a statement is a call."""
+    also returns what the next would have asked is worth it; on SQLite a statement is a call.
+
+    Not only a matter of cost: SQLAlchemy renders SQLite's RETURNING without table names, so a
+    correlated subquery there (`EXISTS (... WHERE webhook_endpoints.workspace_id =
+    runs.workspace_id)`) compares the inner table's column with itself (docs/decisions.md,
+    "First tokens on time, part thirteen")."""
     return session.bind.dialect.name == "postgresql"
