@@ -60,16 +60,13 @@ def missing() -> list[str]:
     return [f"{owner.__name__}.{name}" for owner, name in TARGETS if getattr(owner, name, None) is None]
 
 
-def _wrapped(owner, name: str):
-    return getattr(owner, name)
-
-
 def install() -> None:
     """Wrap every stage, in this process, for good (the server's process: call once)."""
-    if missing():
-        raise RuntimeError(f"stage_clock: {', '.join(missing())} moved; update bench/stage_clock.py")
+    gone = missing()
+    if gone:
+        raise RuntimeError(f"stage_clock: {', '.join(gone)} moved; update bench/stage_clock.py")
     middleware = heddle.api.middleware.RequestContextMiddleware
-    serve = _wrapped(middleware, "__call__")
+    serve = middleware.__call__
 
     async def call(self, scope, receive, send):
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].endswith("/messages"):
@@ -89,7 +86,7 @@ def install() -> None:
     middleware.__call__ = call
 
     engine = heddle.loom.engine.RunEngine
-    execute = _wrapped(engine, "execute")
+    execute = engine.execute
 
     async def timed_execute(self, run_id, fence):
         ROWS.append(("started", str(run_id), time.monotonic()))
@@ -98,7 +95,7 @@ def install() -> None:
 
     engine.execute = timed_execute
 
-    stream = _wrapped(heddle.loom.providers.streaming, "stream_openai")
+    stream = heddle.loom.providers.streaming.stream_openai
 
     async def timed_stream(client, payload, sink):
         called, first = time.monotonic(), []
@@ -120,7 +117,7 @@ def install() -> None:
     heddle.loom.providers.openai_compat.stream_openai = timed_stream  # where the provider looks it up
 
     manager = openai._response.AsyncResponseContextManager
-    enter = _wrapped(manager, "__aenter__")
+    enter = manager.__aenter__
 
     async def timed_enter(self):
         response = await enter(self)
@@ -130,7 +127,7 @@ def install() -> None:
     manager.__aenter__ = timed_enter
 
     request = aiohttp.client_reqrep.ClientRequest
-    write_bytes = _wrapped(request, "write_bytes")
+    write_bytes = request.write_bytes
 
     async def timed_write(self, *args, **kwargs):
         ROWS.append(("body", _RUN.get(), time.monotonic()))
@@ -139,7 +136,7 @@ def install() -> None:
     request.write_bytes = timed_write
 
     connector = aiohttp.connector.TCPConnector
-    connect = _wrapped(connector, "_create_connection")
+    connect = connector._create_connection
 
     async def timed_connect(self, *args, **kwargs):
         began = time.monotonic()

@@ -111,6 +111,13 @@ def measure(name: str, mock: Llmock, conversations: int, duration: float, spread
     return row
 
 
+def spread_seconds(arrivals: str, first_token_ms: float, chunk_ms: float) -> float:
+    """Over how long the first messages are spread (`Gate`): none together; spread, over one
+    reply's length, so that each moment has as many conversations starting a run as the load's
+    average, where together all of them start within the same instant."""
+    return (first_token_ms + PIECES * chunk_ms) / 1000 if arrivals == "spread" else 0.0
+
+
 def _pct(values: list[float], p: float) -> float | None:
     if not values:
         return None
@@ -159,9 +166,7 @@ def load_table(args) -> None:
     levels = [int(n) for n in args.levels.split(",")]
     load = [os.getloadavg()]
     table = []
-    # Spread: over one reply's length, so that each moment has as many conversations starting a
-    # run as the load's average, where together all of them start within the same instant.
-    spread = (args.first_token_ms + PIECES * args.chunk_ms) / 1000 if args.arrivals == "spread" else 0.0
+    spread = spread_seconds(args.arrivals, args.first_token_ms, args.chunk_ms)
     with Llmock(args.first_token_ms, args.chunk_ms) as mock:
         for conversations in levels:
             rows: dict[str, list[dict]] = {s: [] for s in systems}

@@ -37,8 +37,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from streaming_load import WARM_UP_SECONDS, _drive  # noqa: E402
-from streaming_systems import PIECES, Embedded, Llmock  # noqa: E402
+from streaming_load import WARM_UP_SECONDS, _drive, _pct, spread_seconds  # noqa: E402
+from streaming_systems import Embedded, Llmock  # noqa: E402
+
+FIRST_TOKEN_MS, CHUNK_MS = 300, 20  # the issue's model, as bench/streaming.py's defaults
 
 STAGES = (
     ("POST arrival -> 202 sent", "arrived", "answered"),
@@ -83,13 +85,6 @@ def openings(runs: dict[str, dict[str, float]], conversations: int) -> set[str]:
     return {run_id for _, run_id in posted[:conversations]}
 
 
-def _pct(values: list[float], p: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))], 1)
-
-
 def stages(runs: list[dict[str, float]]) -> dict[str, dict[str, float | None]]:
     """Median and p90 (ms) of each stage over the runs that have both of its ends."""
     out = {}
@@ -105,7 +100,7 @@ def measure(conversations: int, duration: float, spread: float) -> dict:
         os.environ["BENCH_WRAP"] = str(Path(__file__).parent / "stage_clock.py")
         os.environ["STAGES_OUT"] = str(out)
         try:
-            with Llmock(300, 20) as mock, Embedded(mock) as system:
+            with Llmock(FIRST_TOKEN_MS, CHUNK_MS) as mock, Embedded(mock) as system:
                 asyncio.run(_drive(system, 2, WARM_UP_SECONDS, []))
                 began = time.monotonic()  # the server's clock too (CLOCK_MONOTONIC is the machine's)
                 samples, _ = asyncio.run(_drive(system, conversations, duration, [], spread=spread))
@@ -130,7 +125,7 @@ def main() -> None:
     parser.add_argument("--arrivals", choices=("together", "spread"), default="together")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    spread = (300 + PIECES * 20) / 1000 if args.arrivals == "spread" else 0.0
+    spread = spread_seconds(args.arrivals, FIRST_TOKEN_MS, CHUNK_MS)
     result = measure(args.conversations, args.duration, spread) | {"arrivals": args.arrivals}
     if args.json:
         print(json.dumps(result))
