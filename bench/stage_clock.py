@@ -3,6 +3,8 @@
 Used by bench/streaming_stages.py as `BENCH_WRAP` (bench/common.py runs the server as
 `python stage_clock.py -m heddle serve ...`). It wraps, in the server process only:
 
+- uvicorn's `HttpToolsProtocol.on_headers_complete`: when a request's head was read from the
+  socket (its task, which runs the app, starts a turn of the event loop later);
 - the request middleware: when `POST .../messages` reaches it and when its 202 is sent (with
   the run id the body names), and when `GET .../runs/{id}/events` reaches it;
 - `RunEngine.execute`: when the run's task starts (the run id is kept in a context variable,
@@ -12,7 +14,9 @@ Used by bench/streaming_stages.py as `BENCH_WRAP` (bench/common.py runs the serv
 - aiohttp's `ClientRequest.write_bytes`: when the request's body starts to be written (on
   Python 3.11 from a task of its own, one turn of the event loop after the SDK call);
 - aiohttp's `TCPConnector._create_connection`: each new connection to the model, and how long
-  it took.
+  it took;
+- the SSE stream's `RunEventStream._frames`: when the run's first `message.delta` frame is
+  made, right before the stream writes it to the client's socket.
 
 The times (`time.monotonic()`, one clock for the whole process) are written to `STAGES_OUT`
 when the server is stopped (SIGTERM). Every wrapped name is checked before any is wrapped:
@@ -33,11 +37,14 @@ import time
 import aiohttp.client_reqrep
 import aiohttp.connector
 import openai._response
+import uvicorn.protocols.http.httptools_impl
 
 import heddle.api.middleware
 import heddle.loom.engine
 import heddle.loom.providers.openai_compat
 import heddle.loom.providers.streaming
+import heddle.loom.sse
+from heddle.runs_vocabulary import DELTA_EVENT
 
 ROWS: list[tuple] = []
 _RUN = contextvars.ContextVar("stage_clock_run", default=None)
@@ -45,6 +52,7 @@ _RUN = contextvars.ContextVar("stage_clock_run", default=None)
 
 # What is wrapped: (where it is looked up, its name).
 TARGETS = (
+    (uvicorn.protocols.http.httptools_impl.HttpToolsProtocol, "on_headers_complete"),
     (heddle.api.middleware.RequestContextMiddleware, "__call__"),
     (heddle.loom.engine.RunEngine, "execute"),
     (heddle.loom.providers.streaming, "stream_openai"),
@@ -52,6 +60,7 @@ TARGETS = (
     (openai._response.AsyncResponseContextManager, "__aenter__"),
     (aiohttp.client_reqrep.ClientRequest, "write_bytes"),
     (aiohttp.connector.TCPConnector, "_create_connection"),
+    (heddle.loom.sse.RunEventStream, "_frames"),
 )
 
 
@@ -65,6 +74,15 @@ def install() -> None:
     gone = missing()
     if gone:
         raise RuntimeError(f"stage_clock: {', '.join(gone)} moved; update bench/stage_clock.py")
+    protocol = uvicorn.protocols.http.httptools_impl.HttpToolsProtocol
+    headers_complete = protocol.on_headers_complete
+
+    def timed_headers(self):
+        self.scope["stage_clock_read"] = time.monotonic()
+        return headers_complete(self)
+
+    protocol.on_headers_complete = timed_headers
+
     middleware = heddle.api.middleware.RequestContextMiddleware
     serve = middleware.__call__
 
@@ -75,7 +93,7 @@ def install() -> None:
             async def timed_send(message):
                 if message["type"] == "http.response.body" and b'"run_id"' in message.get("body", b""):
                     run_id = json.loads(message["body"])["data"]["run_id"]
-                    ROWS.append(("posted", run_id, arrived, time.monotonic()))
+                    ROWS.append(("posted", run_id, arrived, time.monotonic(), scope.get("stage_clock_read", arrived)))
                 await send(message)
 
             return await serve(self, scope, receive, timed_send)
@@ -146,6 +164,17 @@ def install() -> None:
             ROWS.append(("connection", _RUN.get(), began, time.monotonic()))
 
     connector._create_connection = timed_connect
+
+    sse = heddle.loom.sse.RunEventStream
+    frames = sse._frames
+
+    def timed_frames(self, rows, out):
+        if any(event.name == DELTA_EVENT for event in rows) and not getattr(self, "_clock_sent", False):
+            self._clock_sent = True
+            ROWS.append(("sent", str(self.run_id), time.monotonic()))
+        return frames(self, rows, out)
+
+    sse._frames = timed_frames
 
 
 def _dump(*_args) -> None:

@@ -102,6 +102,7 @@ def measure(name: str, mock: Llmock, conversations: int, duration: float, spread
            "failed": len(samples) - len(runs), "failures": sorted({s.failed for s in samples if s.failed}),
            "ttft_ms": [round(s.ttft_ms, 1) for s in runs if s.ttft_ms is not None],
            "ttft_later_ms": [round(s.ttft_ms, 1) for s in runs if s.ttft_ms is not None and not s.opening],
+           "ttft_by_message_ms": by_message(runs),
            "post_ms": [round(s.post_ms, 1) for s in runs if s.post_ms is not None],
            "healthz_ms": [round(v, 1) for v in healthz], "client_lag_ms": [round(v, 1) for v in lags],
            "runs_per_s": round(len(runs) / wall, 2), "cpu_s": round(cpu, 3),
@@ -109,6 +110,32 @@ def measure(name: str, mock: Llmock, conversations: int, duration: float, spread
     print(json.dumps({k: v for k, v in row.items() if not k.endswith("_ms")} | {
         "ttft_median_ms": _pct(row["ttft_ms"], 50)}), file=sys.stderr, flush=True)
     return row
+
+
+def by_message(samples) -> list[list[float]]:
+    """The first tokens (ms) of each conversation's 1st, 2nd, ... message of the round. Together,
+    the 1st messages all leave at once and the later ones spread out as replies end at different
+    times, so a round moves from a burst towards a steady load (docs/operations.md, "Part
+    fourteen")."""
+    out: list[list[float]] = []
+    for s in samples:
+        if s.ttft_ms is None:
+            continue
+        while len(out) <= s.index:
+            out.append([])
+        out[s.index].append(round(s.ttft_ms, 1))
+    return out
+
+
+def medians_by_message(rows: list[dict]) -> list[float | None]:
+    """The median first token of the n-th message over the rounds, n from 1 (`by_message`)."""
+    pooled: list[list[float]] = []
+    for row in rows:
+        for n, values in enumerate(row["ttft_by_message_ms"]):
+            while len(pooled) <= n:
+                pooled.append([])
+            pooled[n] += values
+    return [_pct(values, 50) for values in pooled]
 
 
 def spread_seconds(arrivals: str, first_token_ms: float, chunk_ms: float) -> float:
@@ -149,6 +176,7 @@ def summarise(rows: list[dict]) -> dict:
             "failures": sorted({f for r in rows for f in r["failures"]}),
             "ttft_median_ms": _pct(ttft, 50), "ttft_p95_ms": _pct(ttft, 95),
             "ttft_later_median_ms": _pct([v for r in rows for v in r["ttft_later_ms"]], 50),
+            "ttft_median_by_message_ms": medians_by_message(rows),
             "post_median_ms": _pct([v for r in rows for v in r["post_ms"]], 50),
             "healthz_median_ms": _pct([v for r in rows for v in r["healthz_ms"]], 50),
             "healthz_p95_ms": _pct([v for r in rows for v in r["healthz_ms"]], 95),
@@ -217,6 +245,13 @@ def load_table(args) -> None:
               f"{'-' if r['ttft_later_median_ms'] is None else round(r['ttft_later_median_ms'])} ms"
               + (f", x direct by round {min(later):.2f}-{max(later):.2f} (median {statistics.median(later):.2f})"
                  if later and r["system"] != "direct" else ""))
+    for r in table:  # a round from its burst towards a steady load (docs/operations.md, "Part fourteen")
+        mine = r.get("ttft_median_by_message_ms") or []
+        base = next((d.get("ttft_median_by_message_ms") or [] for d in table
+                     if d["system"] == "direct" and d["conversations"] == r["conversations"]), [])
+        cells = [f"{n}: {'-' if v is None else round(v)}" + (f" ({v / base[n - 1]:.2f}x)" if r["system"] != "direct"
+                 and v is not None and n <= len(base) and base[n - 1] else "") for n, v in enumerate(mine, start=1)]
+        print(f"{r['conversations']:>4} {r['system']:<12} by message of the round, median ms: {', '.join(cells)}")
     print("TTFT: message sent -> first delta read. CPU: every process of the system (PostgreSQL's backends "
           f"included) over the round, per run and per chunk ({PIECES} a reply). Client lag: this "
           "client's own event loop (a 50 ms sleep's overshoot); a TTFT beside a high one is partly the client's. "

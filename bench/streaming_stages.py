@@ -7,6 +7,7 @@ message in the server. Prints, per stage, the median and p90 in milliseconds, fo
 message, for each conversation's first message of the round (when most of the server's model
 connections are opened) and for the later ones:
 
+    POST read -> its task starts     uvicorn's task for the request waiting for its first turn
     POST arrival -> 202 sent         the request's own work, from the middleware on
     202 sent -> run task starts      the run's task waiting for its first turn of the loop
     run task -> SDK call             the run's first step: its reads, the request built
@@ -14,13 +15,15 @@ connections are opened) and for the later ones:
     body written -> headers          the model server's answer and the read of its headers
     headers -> first piece           the model's 300 ms, and the read of the first piece
     POST arrival -> first piece      all of the above
+    first piece -> SSE frame         the piece stored and handed to the run's stream
+    POST arrival -> SSE frame        all of the above: the server's share of the first token
     202 sent -> stream opened        the client's GET .../events reaching the server
 
     python bench/streaming_stages.py [--conversations 100] [--duration 20] [--arrivals together]
                                      [--json]
 
 The client's own share (sending the POST, reading the SSE frame) is what bench/streaming.py's
-first token has on top of "POST arrival -> first piece". Findings: docs/operations.md, "Part
+first token has on top of "POST arrival -> SSE frame". Findings: docs/operations.md, "Part
 thirteen".
 """
 
@@ -37,12 +40,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from streaming_load import WARM_UP_SECONDS, _drive, _pct, spread_seconds  # noqa: E402
+from streaming_load import WARM_UP_SECONDS, _drive, _pct, by_message, spread_seconds  # noqa: E402
 from streaming_systems import Embedded, Llmock  # noqa: E402
 
+CLIENT_LABEL = "the client's first token"
 FIRST_TOKEN_MS, CHUNK_MS = 300, 20  # the issue's model, as bench/streaming.py's defaults
 
 STAGES = (
+    ("POST read -> its task starts", "read", "arrived"),
     ("POST arrival -> 202 sent", "arrived", "answered"),
     ("202 sent -> run task starts", "answered", "started"),
     ("run task -> SDK call", "started", "called"),
@@ -50,6 +55,8 @@ STAGES = (
     ("body written -> headers", "body", "headers"),
     ("headers -> first piece", "headers", "first"),
     ("POST arrival -> first piece", "arrived", "first"),
+    ("first piece -> SSE frame", "first", "sent"),
+    ("POST arrival -> SSE frame", "arrived", "sent"),
     ("202 sent -> stream opened", "answered", "stream"),
 )
 
@@ -67,22 +74,44 @@ def runs_of(rows: list[list], since: float = 0.0) -> tuple[dict[str, dict[str, f
             continue
         run = runs.setdefault(run_id, {})
         if kind == "posted":
-            run["arrived"], run["answered"] = times
+            run["arrived"], run["answered"] = times[:2]
+            run["read"] = times[2] if len(times) > 2 else times[0]
         elif kind == "model":
             run["called"] = times[0]
             if times[1] is not None:
                 run["first"] = times[1]
-        else:  # started, headers, body, stream: the first of each (a retried model call has more)
+        else:  # started, headers, body, stream, sent: the first of each (a retried model call has more)
             run.setdefault(kind, times[0])
     return runs, connects
 
 
+def waves(runs: dict[str, dict[str, float]], conversations: int) -> list[list[str]]:
+    """The round's POSTs in arrival order, `conversations` at a time: the first wave is each
+    conversation's first message of the round (its second comes a whole reply after its first,
+    after every conversation's first, in either arrival shape); later waves approximate each
+    conversation's n-th message as the conversations drift apart."""
+    posted = [run_id for _, run_id in sorted((run["arrived"], run_id) for run_id, run in runs.items()
+                                             if "arrived" in run)]
+    return [posted[i:i + conversations] for i in range(0, len(posted), conversations)]
+
+
 def openings(runs: dict[str, dict[str, float]], conversations: int) -> set[str]:
-    """The runs of each conversation's first message of the round: the round's first
-    `conversations` POSTs (a conversation's second message comes a whole reply after its first,
-    after every conversation's first, in either arrival shape)."""
-    posted = sorted((run["arrived"], run_id) for run_id, run in runs.items() if "arrived" in run)
-    return {run_id for _, run_id in posted[:conversations]}
+    """The runs of each conversation's first message of the round (the first of `waves`)."""
+    first = waves(runs, conversations)
+    return set(first[0]) if first else set()
+
+
+def by_wave(runs: dict[str, dict[str, float]], conversations: int) -> list[dict[str, float | None]]:
+    """Per wave (`waves`): how far apart its POSTs arrived (p10 to p90, ms) and its median
+    POST arrival -> SSE frame (ms). Together, the first wave arrives in an instant and the later
+    ones spread out, so a round goes from a burst towards a steady load."""
+    out = []
+    for wave in waves(runs, conversations):
+        arrived = [runs[r]["arrived"] * 1000 for r in wave]
+        served = [(runs[r]["sent"] - runs[r]["arrived"]) * 1000 for r in wave if "sent" in runs[r]]
+        p10, p90 = _pct(arrived, 10), _pct(arrived, 90)
+        out.append({"posts": len(wave), "arrival_spread_ms": round(p90 - p10, 1), "to_sse_frame_ms": _pct(served, 50)})
+    return out
 
 
 def stages(runs: list[dict[str, float]]) -> dict[str, dict[str, float | None]]:
@@ -92,6 +121,36 @@ def stages(runs: list[dict[str, float]]) -> dict[str, dict[str, float | None]]:
         spans = [(run[end] - run[start]) * 1000 for run in runs if start in run and end in run]
         out[label] = {"median": _pct(spans, 50), "p90": _pct(spans, 90), "n": len(spans)}
     return out
+
+
+def client_stages(samples, runs: dict[str, dict[str, float]]) -> dict[str, dict[str, float | None]]:
+    """The client's share of each message's first token, by joining its samples to the server's
+    rows (one clock: `time.monotonic()` is the machine's): from sending the POST to the server's
+    reading its head, and from the server's SSE frame to the client's reading it. Median and p90
+    (ms) for all messages, then by message of the round (n from 1)."""
+    sent_to_read, frame_to_client = [], []
+    by_n: list[list[float]] = []
+    for s in samples:
+        run = runs.get(s.run_id or "")
+        if s.failed or run is None or s.started is None:
+            continue
+        sent_to_read.append((run["read"] - s.started) * 1000)
+        if s.first_at is not None and "sent" in run:
+            lag = (s.first_at - run["sent"]) * 1000
+            frame_to_client.append(lag)
+            while len(by_n) <= s.index:
+                by_n.append([])
+            by_n[s.index].append(lag)
+    return {"POST sent -> head read": {"median": _pct(sent_to_read, 50), "p90": _pct(sent_to_read, 90)},
+            "SSE frame -> client reads it": {"median": _pct(frame_to_client, 50), "p90": _pct(frame_to_client, 90)},
+            "SSE frame -> client, by message": [_pct(v, 50) for v in by_n]}
+
+
+def _client_ttfts(samples) -> dict[str, list[float]]:
+    """The client's first tokens (ms, from sending the POST), as bench/streaming.py counts them."""
+    timed = [s for s in samples if s.ttft_ms is not None and not s.failed]
+    return {"all": [s.ttft_ms for s in timed], "first messages": [s.ttft_ms for s in timed if s.opening],
+            "later messages": [s.ttft_ms for s in timed if not s.opening]}
 
 
 def measure(conversations: int, duration: float, spread: float) -> dict:
@@ -113,6 +172,11 @@ def measure(conversations: int, duration: float, spread: float) -> dict:
     return {"python": platform.python_version(), "conversations": conversations, "duration_s": duration,
             "runs": len(timed), "failed": sum(1 for s in samples if s.failed),
             "connections": {"n": len(connects), "median_ms": _pct(connects, 50), "p90_ms": _pct(connects, 90)},
+            "client first token by message": [_pct(values, 50) for values in by_message(samples)],
+            "client first token": {group: {"median": _pct(ttfts, 50), "p90": _pct(ttfts, 90), "n": len(ttfts)}
+                                   for group, ttfts in _client_ttfts(samples).items()},
+            "waves": by_wave(timed, conversations),
+            "client": client_stages(samples, timed),
             "all": stages(list(timed.values())),
             "first messages": stages([r for i, r in timed.items() if i in first]),
             "later messages": stages([r for i, r in timed.items() if i not in first])}
@@ -138,6 +202,18 @@ def main() -> None:
     for label, *_ in STAGES:
         cells = [result[group][label] for group in ("all", "first messages", "later messages")]
         print(f"{label:<30} " + " ".join(f"{str(c['median']) + ' / ' + str(c['p90']):>15}" for c in cells))
+    cells = [result["client first token"][group] for group in ("all", "first messages", "later messages")]
+    print(f"{CLIENT_LABEL:<30} " + " ".join(f"{str(c['median']) + ' / ' + str(c['p90']):>15}" for c in cells))
+    print("POST arrival -> SSE frame by wave (" + str(result["conversations"]) + " POSTs each, in arrival order): "
+          + ", ".join(f"{n}: {w['to_sse_frame_ms']} ms (arrived over {w['arrival_spread_ms']:.0f} ms, p10-p90)"
+                      for n, w in enumerate(result["waves"], start=1)))
+    c = result["client"]
+    print("the client's share: POST sent -> head read {0[median]} / {0[p90]} ms; SSE frame -> client reads it "
+          "{1[median]} / {1[p90]} ms (median / p90); by message: {2}".format(
+              c["POST sent -> head read"], c["SSE frame -> client reads it"],
+              ", ".join(f"{n}: {v}" for n, v in enumerate(c["SSE frame -> client, by message"], start=1))))
+    print("the client's first token by message of the round, median ms: "
+          + ", ".join(f"{n}: {v}" for n, v in enumerate(result["client first token by message"], start=1)))
 
 
 if __name__ == "__main__":

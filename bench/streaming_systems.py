@@ -85,7 +85,15 @@ class Sample:
     post_ms: float | None
     deltas: int
     failed: str | None = None
-    opening: bool = False  # the conversation's first message of the round: most model connections open then
+    index: int = 0  # which message of its conversation in the round, from 0
+    run_id: str | None = None  # Heddle's run, for bench/streaming_stages.py to join the server's times
+    started: float | None = None  # time.monotonic() when the message left (the machine's clock)
+    first_at: float | None = None  # time.monotonic() when its first delta was read
+
+    @property
+    def opening(self) -> bool:
+        """The conversation's first message of the round: most model connections open then."""
+        return self.index == 0
 
 
 class Llmock:
@@ -153,7 +161,7 @@ async def _replies(gate: Gate, out: list[Sample], reply: Callable[[], AsyncItera
     """A conversation straight to the model: `reply()` streams one reply's text pieces; one
     sample a reply until the round's deadline."""
     deadline = await gate.wait()
-    opening = True
+    index = 0
     while time.monotonic() < deadline:
         started, first, pieces, failed = time.monotonic(), None, [], None
         try:
@@ -164,8 +172,8 @@ async def _replies(gate: Gate, out: list[Sample], reply: Callable[[], AsyncItera
                 failed = "incomplete"
         except Exception as exc:
             failed = type(exc).__name__
-        out.append(Sample(_ms(started, first), None, len(pieces), failed, opening))
-        opening = False
+        out.append(Sample(_ms(started, first), None, len(pieces), failed, index))
+        index += 1
 
 
 async def direct_conversation(mock: Llmock, gate: Gate, out: list[Sample]) -> None:
@@ -219,9 +227,10 @@ async def heddle_conversation(base_url: str, secret: str, agent: str, tag: str, 
     async with httpx.AsyncClient(base_url=base_url, timeout=120, headers=h) as client:
         thread = (await client.post("/v1/loom/threads", json={"agent": agent})).json()["data"]["id"]
         deadline = await gate.wait()
-        opening = True
+        index = 0
         while time.monotonic() < deadline:
             started, first, posted, pieces, reply, state, failed = time.monotonic(), None, None, [], None, None, None
+            run_id = None
             try:
                 answer = await client.post(f"/v1/loom/threads/{thread}/messages", json={"content": "hi"})
                 posted = time.monotonic()
@@ -259,8 +268,9 @@ async def heddle_conversation(base_url: str, secret: str, agent: str, tag: str, 
                     failed = "deltas do not add up to the reply"
             except Exception as exc:
                 failed = f"{type(exc).__name__}: {str(exc)[:60]}"
-            out.append(Sample(_ms(started, first), _ms(started, posted), len(pieces), failed, opening))
-            opening = False
+            out.append(Sample(_ms(started, first), _ms(started, posted), len(pieces), failed, index, run_id, started,
+                              first))
+            index += 1
 
 
 def _seed(db_url: str) -> tuple[str, str]:
@@ -396,7 +406,7 @@ class LangGraph:
         async with httpx.AsyncClient(base_url=self.base_url, timeout=120) as client:
             thread = (await client.post("/threads", json={})).json()["thread_id"]
             deadline = await gate.wait()
-            opening = True
+            index = 0
             while time.monotonic() < deadline:
                 started, first, pieces, failed = time.monotonic(), None, [], None
                 try:
@@ -415,8 +425,8 @@ class LangGraph:
                         failed = "incomplete"
                 except Exception as exc:
                     failed = type(exc).__name__
-                out.append(Sample(_ms(started, first), None, len(pieces), failed, opening))
-                opening = False
+                out.append(Sample(_ms(started, first), None, len(pieces), failed, index))
+                index += 1
 
     def conversation(self, i: int, gate: Gate, out: list[Sample]):
         return self._conversation(gate, out)

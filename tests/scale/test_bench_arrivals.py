@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
-from streaming_load import _paired_ratios, _pct  # noqa: E402
+from streaming_load import _paired_ratios, _pct, by_message, medians_by_message  # noqa: E402
 from streaming_systems import REPLY, Gate, Sample, _replies  # noqa: E402
 
 
@@ -56,6 +56,19 @@ def test_only_a_conversations_first_message_of_the_round_is_its_opening():
     assert len(out) > 4 and not any(s.failed for s in out)
     assert sum(s.opening for s in out) == 2  # one a conversation, the first it sent
     assert all(s.ttft_ms is not None for s in out)
+    # Each conversation numbers its messages 0, 1, 2, ... in the order it sent them.
+    counts = [sum(1 for s in out if s.index == n) for n in range(max(s.index for s in out) + 1)]
+    assert counts[0] == 2 and all(c >= 1 for c in counts) and counts == sorted(counts, reverse=True)
+
+
+def test_first_tokens_are_grouped_by_message_of_the_round_and_pooled_over_rounds():
+    samples = [Sample(800.0, None, 150, None, 0), Sample(820.0, None, 150, None, 0),
+               Sample(500.0, None, 150, None, 1), Sample(None, None, 0, "incomplete", 1),
+               Sample(400.0, None, 150, None, 2)]
+    grouped = by_message(samples)
+    assert grouped == [[800.0, 820.0], [500.0], [400.0]]  # a message without a first token has none
+    rounds = [{"ttft_by_message_ms": grouped}, {"ttft_by_message_ms": [[900.0], [520.0, 540.0]]}]
+    assert medians_by_message(rounds) == [820.0, 520.0, 400.0]
 
 
 def test_later_messages_are_compared_round_by_round():

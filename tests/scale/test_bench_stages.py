@@ -11,7 +11,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 import stage_clock  # noqa: E402
-from streaming_stages import openings, runs_of, stages  # noqa: E402
+from streaming_stages import by_wave, client_stages, openings, runs_of, stages, waves  # noqa: E402
+from streaming_systems import Sample  # noqa: E402
 
 
 def test_every_wrapped_name_is_where_the_clock_looks():
@@ -19,10 +20,11 @@ def test_every_wrapped_name_is_where_the_clock_looks():
 
 
 def _message(run: str, at: float) -> list[list]:
-    """One message's rows as the clock writes them, `at` its POST's arrival (seconds)."""
-    return [["posted", run, at, at + 0.002], ["started", run, at + 0.030], ["connection", run, at + 0.031, at + 0.1],
-            ["body", run, at + 0.101], ["headers", run, at + 0.140], ["model", run, at + 0.031, at + 0.45],
-            ["stream", run, at + 0.060]]
+    """One message's rows as the clock writes them, `at` its POST's arrival (seconds): its head
+    read 5 ms before, its first piece at +450 ms and that piece's SSE frame at +460 ms."""
+    return [["posted", run, at, at + 0.002, at - 0.005], ["started", run, at + 0.030],
+            ["connection", run, at + 0.031, at + 0.1], ["body", run, at + 0.101], ["headers", run, at + 0.140],
+            ["model", run, at + 0.031, at + 0.45], ["stream", run, at + 0.060], ["sent", run, at + 0.46]]
 
 
 def test_stages_are_read_per_run_and_split_at_each_conversations_first_message():
@@ -41,6 +43,41 @@ def test_stages_are_read_per_run_and_split_at_each_conversations_first_message()
     assert measured["body written -> headers"]["median"] == pytest.approx(39.0)
     assert measured["POST arrival -> first piece"] == {"median": pytest.approx(450.0), "p90": pytest.approx(450.0),
                                                        "n": 4}
+    assert measured["POST read -> its task starts"]["median"] == pytest.approx(5.0)
+    assert measured["first piece -> SSE frame"]["median"] == pytest.approx(10.0)
+    assert measured["POST arrival -> SSE frame"]["median"] == pytest.approx(460.0)
+
+
+def test_a_posted_row_without_its_head_time_counts_the_head_as_read_on_arrival():
+    # Rows of a clock from before the head was timed: the stage is zero, not missing.
+    runs, _ = runs_of([["posted", "r", 1.0, 1.01]])
+    assert runs["r"]["read"] == 1.0 and runs["r"]["answered"] == 1.01
+
+
+def test_waves_take_the_posts_in_arrival_order_and_say_how_spread_and_how_fast_each_was():
+    # Two conversations: the first wave arrives 10 ms apart, the second 400 ms apart.
+    rows = _message("a1", 10.0) + _message("b1", 10.01) + _message("a2", 14.0) + _message("b2", 14.4)
+    runs, _ = runs_of(rows)
+    assert waves(runs, 2) == [["a1", "b1"], ["a2", "b2"]]
+    first, second = by_wave(runs, 2)
+    assert first == {"posts": 2, "arrival_spread_ms": pytest.approx(10.0), "to_sse_frame_ms": pytest.approx(460.0)}
+    assert second["arrival_spread_ms"] == pytest.approx(400.0)
+
+
+def test_the_clients_share_is_joined_to_the_servers_rows_by_run():
+    rows = _message("a1", 10.0) + _message("a2", 14.0)
+    runs, _ = runs_of(rows)
+    # The client sent each POST 3 ms before the server read its head, and read each first delta
+    # 2 ms (then 6 ms) after the server made its frame; a failed message and one the server never
+    # saw are left out.
+    samples = [Sample(475.0, 4.0, 150, None, 0, "a1", 10.0 - 0.008, 10.462),
+               Sample(480.0, 4.0, 150, None, 1, "a2", 14.0 - 0.008, 14.466),
+               Sample(None, None, 0, "run failed", 2, "a2", 15.0, None),
+               Sample(500.0, 4.0, 150, None, 2, "elsewhere", 16.0, 16.5)]
+    share = client_stages(samples, runs)
+    assert share["POST sent -> head read"]["median"] == pytest.approx(3.0)
+    assert share["SSE frame -> client reads it"]["p90"] == pytest.approx(6.0)
+    assert share["SSE frame -> client, by message"] == [pytest.approx(2.0), pytest.approx(6.0)]
 
 
 def test_a_run_without_a_first_piece_has_no_stage_that_ends_there():
