@@ -22,9 +22,11 @@ connections are opened) and for the later ones:
     python bench/streaming_stages.py [--conversations 100] [--duration 20] [--arrivals together]
                                      [--json]
 
-The client's own share (sending the POST, reading the SSE frame) is what bench/streaming.py's
-first token has on top of "POST arrival -> SSE frame". Findings: docs/operations.md, "Part
-thirteen".
+It also prints the client's own share (sending the POST until the server reads its head, the
+SSE frame until the client reads it; the client's samples joined to the server's rows by run),
+the client's first token by message of the round, and each wave of the round (its POSTs in
+arrival order, a conversation each): how far apart they arrived and how long they took to the
+first SSE frame. Findings: docs/operations.md, "Part thirteen" and "Part fourteen".
 """
 
 from __future__ import annotations
@@ -172,7 +174,8 @@ def measure(conversations: int, duration: float, spread: float) -> dict:
     return {"python": platform.python_version(), "conversations": conversations, "duration_s": duration,
             "runs": len(timed), "failed": sum(1 for s in samples if s.failed),
             "connections": {"n": len(connects), "median_ms": _pct(connects, 50), "p90_ms": _pct(connects, 90)},
-            "client first token by message": [_pct(values, 50) for values in by_message(samples)],
+            "client first token by message": [_pct(values, 50)
+                                             for values in by_message([s for s in samples if not s.failed])],
             "client first token": {group: {"median": _pct(ttfts, 50), "p90": _pct(ttfts, 90), "n": len(ttfts)}
                                    for group, ttfts in _client_ttfts(samples).items()},
             "waves": by_wave(timed, conversations),
