@@ -169,7 +169,7 @@ def install() -> None:
     frames = sse._frames
 
     def timed_frames(self, rows, out):
-        if any(event.name == DELTA_EVENT for event in rows) and not getattr(self, "_clock_sent", False):
+        if not getattr(self, "_clock_sent", False) and any(event.name == DELTA_EVENT for event in rows):
             self._clock_sent = True
             ROWS.append(("sent", str(self.run_id), time.monotonic()))
         return frames(self, rows, out)

@@ -98,11 +98,12 @@ def measure(name: str, mock: Llmock, conversations: int, duration: float, spread
         samples, wall = asyncio.run(_drive(system, conversations, duration, healthz, lags=lags, spread=spread))
         cpu = cpu_between(before, cpu_snapshot(pids()))
     runs = [s for s in samples if not s.failed]
+    messages = by_message(runs)
     row = {"system": name, "conversations": conversations, "runs": len(runs), "wall_s": round(wall, 2),
            "failed": len(samples) - len(runs), "failures": sorted({s.failed for s in samples if s.failed}),
            "ttft_ms": [round(s.ttft_ms, 1) for s in runs if s.ttft_ms is not None],
-           "ttft_later_ms": [round(s.ttft_ms, 1) for s in runs if s.ttft_ms is not None and not s.opening],
-           "ttft_by_message_ms": by_message(runs),
+           "ttft_by_message_ms": messages,
+           "ttft_later_ms": [v for values in messages[1:] for v in values],  # each conversation's opening left out
            "post_ms": [round(s.post_ms, 1) for s in runs if s.post_ms is not None],
            "healthz_ms": [round(v, 1) for v in healthz], "client_lag_ms": [round(v, 1) for v in lags],
            "runs_per_s": round(len(runs) / wall, 2), "cpu_s": round(cpu, 3),
@@ -112,29 +113,27 @@ def measure(name: str, mock: Llmock, conversations: int, duration: float, spread
     return row
 
 
+def grouped(pairs) -> list[list[float]]:
+    """Values grouped by an index from 0: `(index, value)` pairs -> a list per index, in order
+    (an index nothing has is an empty list)."""
+    out: list[list[float]] = []
+    for index, value in pairs:
+        out.extend([] for _ in range(index + 1 - len(out)))
+        out[index].append(value)
+    return out
+
+
 def by_message(samples) -> list[list[float]]:
     """The first tokens (ms) of each conversation's 1st, 2nd, ... message of the round. Together,
     the 1st messages all leave at once and the later ones spread out as replies end at different
     times, so a round moves from a burst towards a steady load (docs/operations.md, "Part
     fourteen")."""
-    out: list[list[float]] = []
-    for s in samples:
-        if s.ttft_ms is None:
-            continue
-        while len(out) <= s.index:
-            out.append([])
-        out[s.index].append(round(s.ttft_ms, 1))
-    return out
+    return grouped((s.index, round(s.ttft_ms, 1)) for s in samples if s.ttft_ms is not None)
 
 
 def medians_by_message(rows: list[dict]) -> list[float | None]:
     """The median first token of the n-th message over the rounds, n from 1 (`by_message`)."""
-    pooled: list[list[float]] = []
-    for row in rows:
-        for n, values in enumerate(row["ttft_by_message_ms"]):
-            while len(pooled) <= n:
-                pooled.append([])
-            pooled[n] += values
+    pooled = grouped((n, v) for row in rows for n, values in enumerate(row["ttft_by_message_ms"]) for v in values)
     return [_pct(values, 50) for values in pooled]
 
 
@@ -246,11 +245,14 @@ def load_table(args) -> None:
               + (f", x direct by round {min(later):.2f}-{max(later):.2f} (median {statistics.median(later):.2f})"
                  if later and r["system"] != "direct" else ""))
     for r in table:  # a round from its burst towards a steady load (docs/operations.md, "Part fourteen")
-        mine = r.get("ttft_median_by_message_ms") or []
-        base = next((d.get("ttft_median_by_message_ms") or [] for d in table
-                     if d["system"] == "direct" and d["conversations"] == r["conversations"]), [])
-        cells = [f"{n}: {'-' if v is None else round(v)}" + (f" ({v / base[n - 1]:.2f}x)" if r["system"] != "direct"
-                 and v is not None and n <= len(base) and base[n - 1] else "") for n, v in enumerate(mine, start=1)]
+        peer = next((d for d in table if d["system"] == "direct" and d["conversations"] == r["conversations"]), None)
+        base = (peer or {}).get("ttft_median_by_message_ms") or []
+        cells = []
+        for n, v in enumerate(r.get("ttft_median_by_message_ms") or [], start=1):
+            cell = f"{n}: {'-' if v is None else round(v)}"
+            if r["system"] != "direct" and v is not None and n <= len(base) and base[n - 1]:
+                cell += f" ({v / base[n - 1]:.2f}x)"
+            cells.append(cell)
         print(f"{r['conversations']:>4} {r['system']:<12} by message of the round, median ms: {', '.join(cells)}")
     print("TTFT: message sent -> first delta read. CPU: every process of the system (PostgreSQL's backends "
           f"included) over the round, per run and per chunk ({PIECES} a reply). Client lag: this "

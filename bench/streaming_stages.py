@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from streaming_load import WARM_UP_SECONDS, _drive, _pct, by_message, spread_seconds  # noqa: E402
+from streaming_load import WARM_UP_SECONDS, _drive, _pct, by_message, grouped, spread_seconds  # noqa: E402
 from streaming_systems import Embedded, Llmock  # noqa: E402
 
 CLIENT_LABEL = "the client's first token"
@@ -130,22 +130,18 @@ def client_stages(samples, runs: dict[str, dict[str, float]]) -> dict[str, dict[
     rows (one clock: `time.monotonic()` is the machine's): from sending the POST to the server's
     reading its head, and from the server's SSE frame to the client's reading it. Median and p90
     (ms) for all messages, then by message of the round (n from 1)."""
-    sent_to_read, frame_to_client = [], []
-    by_n: list[list[float]] = []
+    sent_to_read, lags = [], []  # lags: (message index, SSE frame -> client read)
     for s in samples:
         run = runs.get(s.run_id or "")
         if s.failed or run is None or s.started is None:
             continue
         sent_to_read.append((run["read"] - s.started) * 1000)
         if s.first_at is not None and "sent" in run:
-            lag = (s.first_at - run["sent"]) * 1000
-            frame_to_client.append(lag)
-            while len(by_n) <= s.index:
-                by_n.append([])
-            by_n[s.index].append(lag)
+            lags.append((s.index, (s.first_at - run["sent"]) * 1000))
+    frame_to_client = [lag for _, lag in lags]
     return {"POST sent -> head read": {"median": _pct(sent_to_read, 50), "p90": _pct(sent_to_read, 90)},
             "SSE frame -> client reads it": {"median": _pct(frame_to_client, 50), "p90": _pct(frame_to_client, 90)},
-            "SSE frame -> client, by message": [_pct(v, 50) for v in by_n]}
+            "SSE frame -> client, by message": [_pct(v, 50) for v in grouped(lags)]}
 
 
 def _client_ttfts(samples) -> dict[str, list[float]]:
@@ -185,6 +181,10 @@ def measure(conversations: int, duration: float, spread: float) -> dict:
             "later messages": stages([r for i, r in timed.items() if i not in first])}
 
 
+def _numbered(values: list) -> str:
+    return ", ".join(f"{n}: {v}" for n, v in enumerate(values, start=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conversations", type=int, default=100)
@@ -214,9 +214,9 @@ def main() -> None:
     print("the client's share: POST sent -> head read {0[median]} / {0[p90]} ms; SSE frame -> client reads it "
           "{1[median]} / {1[p90]} ms (median / p90); by message: {2}".format(
               c["POST sent -> head read"], c["SSE frame -> client reads it"],
-              ", ".join(f"{n}: {v}" for n, v in enumerate(c["SSE frame -> client, by message"], start=1))))
+              _numbered(c["SSE frame -> client, by message"])))
     print("the client's first token by message of the round, median ms: "
-          + ", ".join(f"{n}: {v}" for n, v in enumerate(result["client first token by message"], start=1)))
+          + _numbered(result["client first token by message"]))
 
 
 if __name__ == "__main__":
