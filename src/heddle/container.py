@@ -21,6 +21,7 @@ from heddle.db.base import Database, is_sqlite
 from heddle.idempotency.pruner import IdempotencyPruner
 from heddle.identify.charging import IdentifyCharging
 from heddle.identify.service import IdentifyService
+from heddle.loom.arrival_order import ArrivalOrder
 from heddle.loom.channels import EventSink
 from heddle.loom.delta_writer import DeltaWriter
 from heddle.loom.engine import RunEngine
@@ -89,6 +90,7 @@ class Container:
     engine: RunEngine
     executor: RunExecutor | None  # where `RunWork.start` sends runs; None in a worker
     loop: asyncio.AbstractEventLoop
+    message_order: ArrivalOrder  # new messages on their way to the model, in order (loom/arrival_order.py)
     # Fires due schedules (loom/schedule_firing.py) where runs execute: `serve` embedded, `worker` in queue mode.
     schedule_poller: SchedulePoller | None = None
 
@@ -229,7 +231,7 @@ async def build_container(settings: Settings, *, role: Role = "serve", metrics: 
         direct_auth=direct_auth,
         subject_tokens=subject_tokens, identify=identify, identify_charging=charging, hosted_tools=hosted,
         registry=registry, run_events=run_events, uow=uow, webhooks=webhooks, engine=engine, executor=executor,
-        loop=asyncio.get_running_loop(), schedule_poller=schedule_poller)
+        loop=asyncio.get_running_loop(), message_order=ArrivalOrder(), schedule_poller=schedule_poller)
     if retention_pruner is not None:
         retention_pruner.start()
     if webhooks is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from run_control.run_control_kit import EventListener, wait_until
+from support.loom import one_message_at_a_time
 
 
 def _data(resp) -> dict:
@@ -136,3 +137,22 @@ def test_concurrent_enqueues_are_all_kept_and_run_one_at_a_time(caller, toolhost
     by_position = [p["message_id"] for p in sorted(posted, key=lambda p: p["queue_position"])]
     assert [m["id"] for m in messages if m["role"] == "user"][1:] == by_position  # in queue order
     assert caller.run(first)["state"] == "closed"
+
+
+def test_messages_that_start_no_run_give_their_permits_back(caller, toolhost, server):
+    # One permit, held for a minute unless given back (heddle/loom/arrival_order.py): each POST
+    # below would wait past the client's timeout behind a message that kept it.
+    with one_message_at_a_time(server) as given:
+        thread = caller.thread()
+        first = _data(caller.post(thread, "call: slow {}"))["run_id"]  # its run hands the permit on
+        toolhost.wait_for_call("/tools/slow")
+        queued = [_data(caller.post(thread, f"message {n}", if_busy="enqueue"))["run_id"] for n in (1, 2)]
+        refused = caller.post(thread, "me too")  # 409: the request's error gives it back
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "run_active"
+        queued.append(_data(caller.post(thread, "message 3", if_busy="enqueue"))["run_id"])
+        toolhost.release()
+        for run_id in (first, *queued):
+            assert caller.wait(run_id, states=("closed", "failed"))["state"] == "closed"
+    # only the first message's run carried its permit; the others went back with their requests
+    assert [p.taken for p in given] == [True, False, False, False, False]
+    assert all(p.released for p in given)

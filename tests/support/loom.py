@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 
@@ -31,3 +33,31 @@ def wait_run(http: httpx.Client, headers: dict, run_id: str, states=("closed", "
             return run
         time.sleep(0.02)
     raise AssertionError(f"run {run_id} still {run['state']} after {timeout}s")
+
+
+@contextmanager
+def one_message_at_a_time(server) -> Iterator[list]:
+    """The server's new messages given one permit, held for a minute unless given back
+    (heddle/loom/arrival_order.py): a request or run that kept its permit would make the next
+    POST wait far past the test client's timeout. Yields the permits given, in order."""
+    from heddle.loom.arrival_order import ArrivalOrder
+
+    services = server.services
+    given: list = []
+
+    class Recorded(ArrivalOrder):
+        async def take(self):
+            permit = await super().take()
+            given.append(permit)
+            return permit
+
+    async def swap(order):
+        before = services.message_order
+        object.__setattr__(services, "message_order", order)  # the Container is frozen
+        return before
+
+    before = server.call(swap(Recorded(width=1, hold=60)))
+    try:
+        yield given
+    finally:
+        server.call(swap(before))

@@ -28,6 +28,7 @@ from heddle.loom import engine_sql as sql
 from heddle.loom import memory, structured_output
 from heddle.loom import queries as q
 from heddle.loom.approvals import initial_status
+from heddle.loom.arrival_order import release_handed
 from heddle.loom.channels import EventSink
 from heddle.loom.delta_writer import DeltaWriter
 from heddle.loom.deltas import DeltaStream
@@ -211,6 +212,9 @@ class RunEngine:
                 conversation = await build_conversation(session, run, agent, calls, history_tokens=budget,
                                                         provider=provider, report=history,
                                                         vision=self._sees_images(agent), preamble=preamble)
+        # The step's reads are done: a new message's run lets the next message on its way
+        # (loom/arrival_order.py); what follows (the SDK's request, tools) is not ordered.
+        release_handed()
         realtime = bool(realtime) and self.realtime_sink() is not None
         if step.kind == "tools":
             await self.tool_steps.run(run, agent, list(step.calls), fence)

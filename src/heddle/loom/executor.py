@@ -16,6 +16,7 @@ import uuid
 from sqlalchemy import or_, select, update
 
 from heddle.db.base import Database, utcnow
+from heddle.loom import arrival_order
 from heddle.loom.engine import RunEngine
 from heddle.loom.lease import Fence, claim_and_execute, claimed_values, executor_name
 from heddle.loom.models import Run
@@ -86,6 +87,7 @@ class InProcessExecutor:
             return
         # An eager task (serving.start_tasks_eagerly) may have finished by the time create_task
         # returns (a reply with no model wait): only a task still going is stored.
+        arrival_order.mark_taken()  # a new message's permit goes with its run (loom/arrival_order.py)
         task = asyncio.create_task(self._execute(run_id, claimed), name=f"run-{run_id}")
         if not task.done():
             self._tasks[run_id] = task
@@ -117,6 +119,7 @@ class InProcessExecutor:
                         break
                     self._again.discard(run_id)
         finally:
+            arrival_order.release_handed()  # if the run stopped before its model request
             if self._tasks.get(run_id) is asyncio.current_task():  # not yet stored if it ended eagerly
                 del self._tasks[run_id]
 

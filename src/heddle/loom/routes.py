@@ -70,7 +70,7 @@ async def list_threads(agent: str | None = Query(None, max_length=80), limit: in
                                  "model_cannot_see_images")))
 @idempotent
 async def post_message(thread_id: UUIDPath, body: PostMessage, request: Request, background: BackgroundTasks):
-    async with write_request(request, background) as req:
+    async with write_request(request, background, ordered=True) as req:
         data = await service.post_message(req.work, req.auth, thread_id, body.content, body.if_busy,
                                           attachment_rules(request, body.attachments))
         return req.respond(ok(data, status_code=202))

@@ -17,6 +17,10 @@ response is sent, so a 202 never waits for the engine's first steps (they share 
 loop). In queue mode they run before answering instead: a worker may take the run up the
 moment the commit is visible, and this request's events must reach the bus ahead of the
 worker's first ones.
+
+A new message (`ordered`) first waits its turn behind the messages that came before it
+(heddle/loom/arrival_order.py); its permit goes to the run the unit starts, or back when the
+request ends.
 """
 
 from __future__ import annotations
@@ -54,20 +58,31 @@ class WriteRequest:
 
 
 @asynccontextmanager
-async def write_request(request: Request, background: BackgroundTasks | None = None) -> AsyncIterator[WriteRequest]:
-    """The request's write unit of work (see the module docstring)."""
+async def write_request(request: Request, background: BackgroundTasks | None = None, *,
+                        ordered: bool = False) -> AsyncIterator[WriteRequest]:
+    """The request's write unit of work (see the module docstring); `ordered`: a new message,
+    which waits its turn on the way to its model request (heddle/loom/arrival_order.py)."""
     svc = services(request)
     defer = None if background is None or svc.settings.executor == "queue" else background.add_task
-    async with loom_session(request, write=True) as (auth, session):
-        req = WriteRequest(auth)
+    # Only where runs execute in this process: in queue mode a worker starts them.
+    permit = await svc.message_order.take() if ordered and defer is not None else None
+    try:
+        async with loom_session(request, write=True) as (auth, session):
+            req = WriteRequest(auth)
 
-        async def finish(session: AsyncSession) -> None:
-            if req.response is None:  # a route that answers after the commit: nothing to store
-                await session.commit()
-            else:
-                await commit_response(session, request, req.response)
+            async def finish(session: AsyncSession) -> None:
+                if req.response is None:  # a route that answers after the commit: nothing to store
+                    await session.commit()
+                else:
+                    await commit_response(session, request, req.response)
 
-        async with svc.uow.joined(session, finish=finish, realtime=auth.workspace.realtime_enabled,
-                                  defer=defer) as work:
-            req.work = work
-            yield req
+            async with svc.uow.joined(session, finish=finish, realtime=auth.workspace.realtime_enabled,
+                                      defer=defer) as work:
+                req.work = work
+                yield req
+    except BaseException:
+        if permit is not None:
+            permit.release()
+        raise
+    if permit is not None:  # after the unit's hooks, which hand it to the run they start
+        defer(permit.release_unless_taken)
