@@ -24,9 +24,9 @@ connections are opened) and for the later ones:
 
 It also prints the client's own share (sending the POST until the server reads its head, the
 SSE frame until the client reads it; the client's samples joined to the server's rows by run),
-the client's first token by message of the round, and each wave of the round (its POSTs in
+the client's first token and each stage by message of the round, and each wave of the round (its POSTs in
 arrival order, a conversation each): how far apart they arrived and how long they took to the
-first SSE frame. Findings: docs/operations.md, "Part thirteen" and "Part fourteen".
+first SSE frame. Findings: docs/operations.md, "Part thirteen" to "Part fifteen".
 """
 
 from __future__ import annotations
@@ -144,6 +144,14 @@ def client_stages(samples, runs: dict[str, dict[str, float]]) -> dict[str, dict[
             "SSE frame -> client, by message": [_pct(v, 50) for v in grouped(lags)]}
 
 
+def stages_by_message(samples, runs: dict[str, dict[str, float]]) -> list[dict[str, float | None]]:
+    """Each stage's median (ms) for each message of the round (a list from the 1st), the
+    client's samples joined to the server's rows by run: where the 1st, 2nd... message's time
+    went, which a split by waves or first/later messages blurs."""
+    pairs = [(s.index, runs[s.run_id]) for s in samples if not s.failed and s.run_id in runs]
+    return [{label: values["median"] for label, values in stages(group).items()} for group in grouped(pairs)]
+
+
 def _client_ttfts(samples) -> dict[str, list[float]]:
     """The client's first tokens (ms, from sending the POST), as bench/streaming.py counts them."""
     timed = [s for s in samples if s.ttft_ms is not None and not s.failed]
@@ -176,6 +184,7 @@ def measure(conversations: int, duration: float, spread: float) -> dict:
                                    for group, ttfts in _client_ttfts(samples).items()},
             "waves": by_wave(timed, conversations),
             "client": client_stages(samples, timed),
+            "stages by message": stages_by_message(samples, timed),
             "all": stages(list(timed.values())),
             "first messages": stages([r for i, r in timed.items() if i in first]),
             "later messages": stages([r for i, r in timed.items() if i not in first])}
@@ -217,6 +226,9 @@ def main() -> None:
               _numbered(c["SSE frame -> client, by message"])))
     print("the client's first token by message of the round, median ms: "
           + _numbered(result["client first token by message"]))
+    print("each stage by message of the round, median ms:")
+    for label, *_ in STAGES:
+        print(f"  {label:<30} " + _numbered([message[label] for message in result["stages by message"]]))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 import stage_clock  # noqa: E402
-from streaming_stages import by_wave, client_stages, openings, runs_of, stages, waves  # noqa: E402
+from streaming_stages import (  # noqa: E402
+    by_wave,
+    client_stages,
+    openings,
+    runs_of,
+    stages,
+    stages_by_message,
+    waves,
+)
 from streaming_systems import Sample  # noqa: E402
 
 
@@ -78,6 +86,21 @@ def test_the_clients_share_is_joined_to_the_servers_rows_by_run():
     assert share["POST sent -> head read"]["median"] == pytest.approx(3.0)
     assert share["SSE frame -> client reads it"]["p90"] == pytest.approx(6.0)
     assert share["SSE frame -> client, by message"] == [pytest.approx(2.0), pytest.approx(6.0)]
+
+
+def test_each_stage_is_read_by_message_of_the_round():
+    rows = _message("a1", 10.0) + _message("b1", 10.01) + _message("a2", 14.0)
+    rows += [["posted", "b2", 14.02, 14.3], ["started", "b2", 14.5]]  # b2's run task waited 200 ms
+    runs, _ = runs_of(rows)
+    # a2 is its conversation's 3rd message (its 2nd failed), b2 the other's 2nd
+    samples = [Sample(470.0, 4.0, 150, None, 0, "a1"), Sample(470.0, 4.0, 150, None, 0, "b1"),
+               Sample(None, None, 0, "run failed", 1, "gone"), Sample(900.0, 4.0, 150, None, 1, "b2"),
+               Sample(470.0, 4.0, 150, None, 2, "a2"), Sample(None, None, 0, "run failed", 3, "a2")]
+    first, second, third = stages_by_message(samples, runs)
+    assert first["202 sent -> run task starts"] == pytest.approx(28.0)
+    assert second["202 sent -> run task starts"] == pytest.approx(200.0)
+    assert second["POST arrival -> SSE frame"] is None  # b2 never made one
+    assert third["POST arrival -> SSE frame"] == pytest.approx(460.0)
 
 
 def test_a_run_without_a_first_piece_has_no_stage_that_ends_there():

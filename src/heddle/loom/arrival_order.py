@@ -31,13 +31,14 @@ import contextvars
 WIDTH = 4
 HOLD_SECONDS = 0.3
 
+
 class Permit:
     """One message's place on the way to its model request. Releasing is idempotent."""
 
     def __init__(self, slots: asyncio.Semaphore, hold: float) -> None:
         self._slots = slots
         self.released = False
-        self.taken = False  # a run of this process carries it (released at its model request)
+        self.taken = False  # a run of this process carries it (`mark_taken`, `release_handed`)
         self._timer = asyncio.get_running_loop().call_later(hold, self.release)
 
     def release(self) -> None:
@@ -85,8 +86,8 @@ def mark_taken() -> None:
 
 
 def release_handed() -> None:
-    """The run's model request is about to be made, or the run stops: its message's permit (if
-    it carries one) goes to the next message."""
+    """The run's first step has read what it needs, or the run's task ends: its message's permit
+    (if it carries one) goes to the next message."""
     permit = _HANDED.get()
     if permit is not None:
         permit.release()

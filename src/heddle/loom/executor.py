@@ -85,9 +85,9 @@ class InProcessExecutor:
             self._again.add(run_id)  # resumed while still finishing: run once more afterwards
             self.engine.nudge(run_id)  # or cancelled: a model call in flight is abandoned
             return
+        arrival_order.mark_taken()  # a new message's permit goes with its run (loom/arrival_order.py)
         # An eager task (serving.start_tasks_eagerly) may have finished by the time create_task
         # returns (a reply with no model wait): only a task still going is stored.
-        arrival_order.mark_taken()  # a new message's permit goes with its run (loom/arrival_order.py)
         task = asyncio.create_task(self._execute(run_id, claimed), name=f"run-{run_id}")
         if not task.done():
             self._tasks[run_id] = task
