@@ -119,7 +119,7 @@ class InProcessExecutor:
                         break
                     self._again.discard(run_id)
         finally:
-            arrival_order.release_handed()  # if the run stopped before its model request
+            arrival_order.release_handed()  # if the run ended before its first step's reads were done
             if self._tasks.get(run_id) is asyncio.current_task():  # not yet stored if it ended eagerly
                 del self._tasks[run_id]
 
